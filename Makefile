@@ -1,0 +1,23 @@
+# Run `make help` for the targets.
+.PHONY: help test test-race bench lint fmt
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+test: ## run the tests (the README's command)
+	go test ./...
+
+test-race: ## run the tests under the race detector
+	go test -race ./...
+
+bench: ## run every benchmark with allocation figures
+	go test -run '^$$' -bench . -benchmem ./...
+
+lint: ## gofmt check, go vet and staticcheck (installed on demand)
+	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt needed"; exit 1)
+	go vet ./...
+	go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+	$$(go env GOPATH)/bin/staticcheck ./...
+
+fmt: ## format the code
+	gofmt -w .

@@ -1,0 +1,148 @@
+package sqldb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jmoiron/sqlx"
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" database/sql driver
+)
+
+// Dialect names the SQL engine behind a [DB].
+type Dialect string
+
+// The supported dialects.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// ErrBadDSN is returned by [Open] when the DSN cannot be understood.
+var ErrBadDSN = errors.New("sqldb: malformed DSN")
+
+// DB is an open database and the dialect it speaks. It embeds *sqlx.DB, whose
+// Rebind turns "?" placeholders into the dialect's own, so queries are written
+// once with "?".
+type DB struct {
+	*sqlx.DB
+	Dialect Dialect
+}
+
+// IsPostgres reports whether the database is PostgreSQL.
+func (db *DB) IsPostgres() bool { return db.Dialect == Postgres }
+
+// DialectOf returns the dialect of anything sqlx can run queries on, by its
+// driver name. Packages that accept a caller's transaction use it to pick the
+// right SQL.
+func DialectOf(q interface{ DriverName() string }) Dialect {
+	if q.DriverName() == "pgx" {
+		return Postgres
+	}
+	return SQLite
+}
+
+// Open opens the database named by dsn and checks that it answers.
+//
+// A DSN beginning with postgres:// or postgresql:// opens PostgreSQL; anything
+// else is a SQLite file path or "file:" URI. SQLite connections get WAL,
+// a 10 s busy timeout, foreign keys and immediate transactions unless the DSN
+// sets them itself.
+func Open(ctx context.Context, dsn string) (*DB, error) {
+	dsn = strings.TrimSpace(dsn)
+	if dsn == "" {
+		return nil, fmt.Errorf("%w: empty", ErrBadDSN)
+	}
+	var (
+		db      *sqlx.DB
+		dialect Dialect
+		err     error
+	)
+	if IsPostgresDSN(dsn) {
+		if _, perr := pgx.ParseConfig(dsn); perr != nil {
+			return nil, fmt.Errorf("%w: %q: %v", ErrBadDSN, redact(dsn), perr)
+		}
+		dialect = Postgres
+		db, err = sqlx.Open("pgx", dsn)
+	} else {
+		if strings.Contains(dsn, "://") {
+			return nil, fmt.Errorf("%w: %q: unsupported scheme (use a SQLite file path or postgres://)", ErrBadDSN, redact(dsn))
+		}
+		dialect = SQLite
+		var sqliteDSN string
+		sqliteDSN, err = sqliteOptions(dsn)
+		if err != nil {
+			return nil, err
+		}
+		db, err = sqlx.Open("sqlite3", sqliteDSN)
+		if err == nil && isMemory(dsn) {
+			// Each connection to ":memory:" is a separate database; one
+			// connection keeps every caller on the same one.
+			db.SetMaxOpenConns(1)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqldb: open %s %q: %w", dialect, redact(dsn), err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sqldb: connect to %s %q: %w", dialect, redact(dsn), err)
+	}
+	return &DB{DB: db, Dialect: dialect}, nil
+}
+
+// IsPostgresDSN reports whether dsn names a PostgreSQL database.
+func IsPostgresDSN(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+func isMemory(dsn string) bool {
+	return dsn == ":memory:" || strings.Contains(dsn, "mode=memory")
+}
+
+// sqliteOptions adds the connection settings passage relies on to a SQLite
+// DSN, keeping any the caller chose.
+func sqliteOptions(dsn string) (string, error) {
+	path, query, _ := strings.Cut(dsn, "?")
+	values, err := url.ParseQuery(query)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q: %v", ErrBadDSN, dsn, err)
+	}
+	defaults := map[string]string{
+		"_busy_timeout": "10000",
+		"_foreign_keys": "on",
+		// Immediate transactions take the write lock at BEGIN, so two
+		// writers never deadlock upgrading read locks; the busy timeout
+		// then queues them.
+		"_txlock": "immediate",
+	}
+	if !isMemory(dsn) {
+		defaults["_journal_mode"] = "WAL"
+		defaults["_synchronous"] = "NORMAL"
+	}
+	for k, v := range defaults {
+		if !values.Has(k) {
+			values.Set(k, v)
+		}
+	}
+	return path + "?" + values.Encode(), nil
+}
+
+// redact hides a password in a URL-shaped DSN so errors can be logged.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}

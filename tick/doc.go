@@ -1,0 +1,2 @@
+// Package tick publishes the passage of time as domain events.
+package tick

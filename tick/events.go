@@ -1,0 +1,123 @@
+package tick
+
+import (
+	"fmt"
+	"time"
+)
+
+// Unit is a calendar unit whose boundaries the ticker publishes.
+type Unit string
+
+// The units a Ticker can publish.
+const (
+	Minute  Unit = "minute"
+	Hour    Unit = "hour"
+	Day     Unit = "day"
+	Week    Unit = "week"    // ISO week, starting on Monday
+	Month   Unit = "month"   // calendar month
+	Quarter Unit = "quarter" // January, April, July, October
+	Year    Unit = "year"
+)
+
+// Event is what every passage-of-time event implements, so one handler can
+// take them all (bus.Subscribe[tick.Event]). (Unit, Boundary) is the event's
+// identity: the same boundary emitted twice is the same event.
+type Event interface {
+	// Unit is the calendar unit whose boundary passed.
+	Unit() Unit
+	// Boundary is the instant that passed, in the ticker's location.
+	Boundary() time.Time
+	// Previous is the boundary emitted before this one by the same cursor,
+	// or the zero time for the very first.
+	Previous() time.Time
+	// ID is the event's identity, "unit/boundary in RFC 3339 UTC", stable
+	// across processes and restarts; use it to deduplicate.
+	ID() string
+}
+
+// Passage is the content every passage-of-time event carries.
+type Passage struct {
+	// At is the boundary instant that passed.
+	At time.Time
+	// Since is the previous boundary; zero for the first event ever emitted
+	// for the unit.
+	Since time.Time
+	// EmittedAt is when the ticker actually published the event, by its clock.
+	EmittedAt time.Time
+	// CatchUp is true when the boundary was emitted late, after the ticker
+	// was down or asleep, rather than at its own wake-up.
+	CatchUp bool
+}
+
+// Boundary returns the instant that passed.
+func (p Passage) Boundary() time.Time { return p.At }
+
+// Previous returns the previous boundary, or the zero time for the first.
+func (p Passage) Previous() time.Time { return p.Since }
+
+func id(u Unit, at time.Time) string {
+	return fmt.Sprintf("%s/%s", u, at.UTC().Format(time.RFC3339Nano))
+}
+
+// MinuteHasPassed is published at every wall-clock minute.
+type MinuteHasPassed struct{ Passage }
+
+// HourHasPassed is published whenever the local wall clock shows HH:00.
+type HourHasPassed struct{ Passage }
+
+// DayHasPassed is published at the first instant of each local date.
+type DayHasPassed struct{ Passage }
+
+// WeekHasPassed is published at the first instant of each ISO week (Monday).
+type WeekHasPassed struct{ Passage }
+
+// MonthHasPassed is published at the first instant of each month.
+type MonthHasPassed struct{ Passage }
+
+// QuarterHasPassed is published at the first instant of each quarter.
+type QuarterHasPassed struct{ Passage }
+
+// YearHasPassed is published at the first instant of each year.
+type YearHasPassed struct{ Passage }
+
+// Unit returns Minute.
+func (MinuteHasPassed) Unit() Unit { return Minute }
+
+// Unit returns Hour.
+func (HourHasPassed) Unit() Unit { return Hour }
+
+// Unit returns Day.
+func (DayHasPassed) Unit() Unit { return Day }
+
+// Unit returns Week.
+func (WeekHasPassed) Unit() Unit { return Week }
+
+// Unit returns Month.
+func (MonthHasPassed) Unit() Unit { return Month }
+
+// Unit returns Quarter.
+func (QuarterHasPassed) Unit() Unit { return Quarter }
+
+// Unit returns Year.
+func (YearHasPassed) Unit() Unit { return Year }
+
+// ID returns "minute/<boundary>".
+func (e MinuteHasPassed) ID() string { return id(Minute, e.At) }
+
+// ID returns "hour/<boundary>".
+func (e HourHasPassed) ID() string { return id(Hour, e.At) }
+
+// ID returns "day/<boundary>".
+func (e DayHasPassed) ID() string { return id(Day, e.At) }
+
+// ID returns "week/<boundary>".
+func (e WeekHasPassed) ID() string { return id(Week, e.At) }
+
+// ID returns "month/<boundary>".
+func (e MonthHasPassed) ID() string { return id(Month, e.At) }
+
+// ID returns "quarter/<boundary>".
+func (e QuarterHasPassed) ID() string { return id(Quarter, e.At) }
+
+// ID returns "year/<boundary>".
+func (e YearHasPassed) ID() string { return id(Year, e.At) }
