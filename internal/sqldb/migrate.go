@@ -3,6 +3,8 @@ package sqldb
 import (
 	"context"
 	"fmt"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // Migration is one step of a package's schema. Statements may differ per
@@ -30,7 +32,7 @@ const migrationsTable = `CREATE TABLE IF NOT EXISTS passage_migrations (
 // seen, in version order, each in its own transaction with its bookkeeping
 // row. It is safe to call from several processes at once: on PostgreSQL an
 // advisory lock serialises them, on SQLite the immediate transaction does.
-func Migrate(ctx context.Context, db *DB, component string, migrations []Migration) error {
+func Migrate(ctx context.Context, db *sqlx.DB, component string, migrations []Migration) error {
 	for _, m := range migrations {
 		if err := apply(ctx, db, component, m); err != nil {
 			return fmt.Errorf("sqldb: migrate %s to version %d: %w", component, m.Version, err)
@@ -39,13 +41,14 @@ func Migrate(ctx context.Context, db *DB, component string, migrations []Migrati
 	return nil
 }
 
-func apply(ctx context.Context, db *DB, component string, m Migration) error {
+func apply(ctx context.Context, db *sqlx.DB, component string, m Migration) error {
+	dialect := DialectOf(db)
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if db.Dialect == Postgres {
+	if dialect == Postgres {
 		// One lock for all migrations: concurrent CREATE TABLE IF NOT
 		// EXISTS can otherwise fail on PostgreSQL's catalog constraints.
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7265616765)`); err != nil {
@@ -62,7 +65,7 @@ func apply(ctx context.Context, db *DB, component string, m Migration) error {
 	if n > 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, m.statement(db.Dialect)); err != nil {
+	if _, err := tx.ExecContext(ctx, m.statement(dialect)); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO passage_migrations (component, version) VALUES (?, ?)`), component, m.Version); err != nil {

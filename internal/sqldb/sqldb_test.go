@@ -66,14 +66,14 @@ func TestMigrate(t *testing.T) {
 						return
 					}
 					defer other.Close()
-					errs[i] = sqldb.Migrate(ctx, other, "widgets", migrations)
+					errs[i] = sqldb.Migrate(ctx, other.DB, "widgets", migrations)
 				})
 			}
 			wg.Wait()
 			for _, err := range errs {
 				require.NoError(t, err)
 			}
-			require.NoError(t, sqldb.Migrate(ctx, db, "widgets", migrations), "re-running is harmless")
+			require.NoError(t, sqldb.Migrate(ctx, db.DB, "widgets", migrations), "re-running is harmless")
 
 			_, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO widgets (id, size) VALUES (?, ?)`), "a", 3)
 			require.NoError(t, err)
@@ -87,6 +87,6 @@ func TestMigrate(t *testing.T) {
 func TestMigrateReportsTheFailingStep(t *testing.T) {
 	t.Parallel()
 	db, _ := sqldbtest.SQLite(t)
-	err := sqldb.Migrate(context.Background(), db, "broken", []sqldb.Migration{{Version: 1, SQLite: `CREATE TABLE (`}})
+	err := sqldb.Migrate(context.Background(), db.DB, "broken", []sqldb.Migration{{Version: 1, SQLite: `CREATE TABLE (`}})
 	require.ErrorContains(t, err, "migrate broken to version 1")
 }
