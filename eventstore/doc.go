@@ -1,0 +1,25 @@
+// Package eventstore keeps append-only streams of events in SQL (SQLite or
+// PostgreSQL) with optimistic concurrency, as EventStoreDB, Eventuous and
+// Emmett users know it.
+//
+// A stream is a named sequence of events, each with a version counting from
+// 1. [Store.Append] adds events at the end only if an [ExpectedVersion]
+// holds: [NoStream], [StreamExists], [Any] or [Exact]. The unique
+// (stream, version) constraint in the database decides who wins, not a lock
+// in the process: two appenders, in one process or on two machines, cannot
+// both write the same version; the loser gets a [*VersionConflictError]
+// matching [ErrWrongExpectedVersion].
+//
+// Events are Go values stored as JSON under a name from a [Registry], so the
+// Go type can be renamed and gain or lose fields while old events stay
+// readable. [Store.Load] decodes them back into the registered types.
+//
+// An append is one transaction. [WithInTransaction] hooks run inside it, so
+// a projection such as a to-do list commits or rolls back with the events;
+// [Store.AppendTx] joins a transaction the caller manages. After commit,
+// the events are published to a [Publisher] (the bus).
+//
+// [Update] is the aggregate workflow: load the stream, fold it into a state,
+// let a decision return new events (or none), append them expecting the
+// loaded version, and retry a bounded number of times on conflict.
+package eventstore

@@ -1,0 +1,56 @@
+package eventstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
+)
+
+// Load returns the events of stream with version fromVersion or later, in
+// order; fromVersion 0 or 1 reads the whole stream. A stream without events
+// returns none and no error. An event whose type name is not registered
+// fails the load with [ErrUnknownEventType].
+func (s *Store) Load(ctx context.Context, stream string, fromVersion int64) ([]Recorded, error) {
+	if stream == "" {
+		return nil, fmt.Errorf("%w: stream name must not be empty", ErrInvalidArgument)
+	}
+	if fromVersion < 0 {
+		return nil, fmt.Errorf("%w: load stream %q from version %d: versions start at 1", ErrInvalidArgument, stream, fromVersion)
+	}
+	rows, err := s.db.QueryxContext(ctx, s.q.load, stream, fromVersion)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: load stream %q: %w", stream, err)
+	}
+	defer rows.Close()
+	var out []Recorded
+	for rows.Next() {
+		r := Recorded{Stream: stream}
+		var (
+			data []byte
+			at   int64
+		)
+		if err := rows.Scan(&r.Position, &r.Version, &r.Type, &data, &at); err != nil {
+			return nil, fmt.Errorf("eventstore: load stream %q: %w", stream, err)
+		}
+		r.RecordedAt = sqldb.DecodeTime(at)
+		if r.Event, err = s.registry.decode(r.Type, data); err != nil {
+			return nil, fmt.Errorf("eventstore: load stream %q: version %d: %w", stream, r.Version, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("eventstore: load stream %q: %w", stream, err)
+	}
+	return out, nil
+}
+
+// Version returns the version of the last event of stream, 0 when it has
+// none.
+func (s *Store) Version(ctx context.Context, stream string) (int64, error) {
+	var v int64
+	if err := s.db.GetContext(ctx, &v, s.q.version, stream); err != nil {
+		return 0, fmt.Errorf("eventstore: version of stream %q: %w", stream, err)
+	}
+	return v, nil
+}
