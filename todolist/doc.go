@@ -1,0 +1,52 @@
+// Package todolist keeps to-do lists: minimal read models of pending work
+// (an ID and the time it falls due, such as an unpaid order and its payment
+// deadline) that are worked whenever time passes.
+//
+// This is the To-Do List pattern paired with Passage of Time: instead of
+// scheduling a message for each deadline — which fires after the order was
+// paid, or is lost with the process — a handler asks on every tick "which
+// items are due now?" and acts on them. A lost, late or duplicated tick costs
+// nothing, and removing the item is the cancellation.
+//
+// # Lists
+//
+// [Open] returns a named [List]. Every list of a database shares one table,
+// created on first use; names are data, never SQL. [List.Add] and
+// [List.Remove] are idempotent, and their Tx forms run inside a caller's
+// transaction, so the list changes atomically with the events it is
+// projected from. A [Projection] declares which events add and remove items
+// ([AddOn], [RemoveOn]) and applies them in the append transaction
+// ([Projection.Apply]) or from a bus ([Projection.Subscribe]).
+//
+// # Processing
+//
+// [Handle] returns a bus handler for any passage-of-time event:
+//
+//	handler, err := todolist.Handle[tick.MinuteHasPassed](pending, cancelUnpaidOrder)
+//	...
+//	bus.Subscribe(b, handler)
+//
+// On each event the [Processor] claims the items due at the event's boundary
+// in batches (one statement per batch; FOR UPDATE SKIP LOCKED on
+// PostgreSQL), each claim with a lease, and runs the [Action] for each item:
+//
+//   - nil: the item is done and removed — unless it was re-added with a
+//     later due time or re-claimed meanwhile, which is kept;
+//   - an error: the attempt is counted and the item backs off exponentially,
+//     up to a cap; after the last allowed attempt it is parked with its
+//     error — kept, counted ([List.Stats]), listable ([List.Parked]) and
+//     re-activatable ([List.Reactivate]), never dropped;
+//   - a version conflict (an error with Conflict() bool returning true): no
+//     failure, the item is simply tried again on the next tick;
+//   - a panic: a failed attempt like any error.
+//
+// A processor that dies leaves its claims behind; they lapse after the lease
+// and another processor takes the items. Several processors may work one
+// list at once without working the same item at the same moment. A time and
+// a count budget per tick keep a huge backlog from blocking the tick; the
+// rest is left for the next tick and reported ([Result.Backlog],
+// [Observer]).
+//
+// All times are stored as Unix nanoseconds (UTC); the processor's clock is a
+// [clockwork.Clock], so tests drive it with a fake clock.
+package todolist

@@ -1,0 +1,284 @@
+package todolist
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
+)
+
+// Limits on the text a list stores. They keep keys small enough to index
+// well on both engines.
+const (
+	// MaxNameLength is the longest list name, in bytes.
+	MaxNameLength = 200
+	// MaxIDLength is the longest item ID, in bytes.
+	MaxIDLength = 1000
+)
+
+// The instants the storage encoding (int64 Unix nanoseconds) can hold.
+var (
+	minTime = time.Unix(0, -1<<63).UTC()
+	maxTime = time.Unix(0, 1<<63-1).UTC()
+)
+
+// List is one named to-do list. Every list lives in the same table of its
+// database, separated by name, so a database holds any number of lists.
+//
+// A List is safe for concurrent use, and several processes may open the same
+// list at once.
+type List struct {
+	db   *sqlx.DB
+	name string
+	q    queries
+}
+
+// Item is one entry of a list: an ID, the time it is due, and the
+// bookkeeping of the processor.
+type Item struct {
+	// ID identifies the item within its list, e.g. an order ID.
+	ID string
+	// Due is the time the item falls due, in UTC.
+	Due time.Time
+	// NextAttempt is when the item may next be claimed: Due at first, the
+	// end of the backoff after a failure, or the end of the lease while a
+	// processor works it.
+	NextAttempt time.Time
+	// Attempts counts the failed attempts since the item was added (or
+	// re-activated). Version conflicts do not count.
+	Attempts int
+	// LastError is the text of the latest failure, or "".
+	LastError string
+	// Parked is true once the item failed too often; the processor leaves
+	// it alone until [List.Reactivate].
+	Parked bool
+	// Claimed is true while a processor holds the item (until NextAttempt,
+	// when the claim lapses if the processor died).
+	Claimed bool
+}
+
+// Open returns the list called name in db, creating the shared table on
+// first use (component "todolist" of the database's migrations).
+//
+// The name is data: it is bound as a query parameter and never spliced into
+// SQL, so any text is safe. It must be non-empty UTF-8 of at most
+// [MaxNameLength] bytes without control characters, so that it prints
+// cleanly in logs and status output; anything else fails with
+// [ErrInvalidName].
+func Open(ctx context.Context, db *sqlx.DB, name string) (*List, error) {
+	if db == nil {
+		return nil, errors.New("todolist: open: db must not be nil")
+	}
+	if err := validateName(name); err != nil {
+		return nil, err
+	}
+	if err := sqldb.Migrate(ctx, db, component, migrations); err != nil {
+		return nil, fmt.Errorf("todolist: open %q: %w", name, err)
+	}
+	return &List{db: db, name: name, q: newQueries(db)}, nil
+}
+
+// Name returns the list's name.
+func (l *List) Name() string { return l.name }
+
+// DB returns the database the list lives in.
+func (l *List) DB() *sqlx.DB { return l.db }
+
+func validateName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrInvalidName)
+	case len(name) > MaxNameLength:
+		return fmt.Errorf("%w: %d bytes, at most %d allowed", ErrInvalidName, len(name), MaxNameLength)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidName, name)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%w: %q contains control character %U", ErrInvalidName, name, r)
+		}
+	}
+	return nil
+}
+
+func validateID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: empty", ErrInvalidID)
+	case len(id) > MaxIDLength:
+		return fmt.Errorf("%w: %d bytes, at most %d allowed", ErrInvalidID, len(id), MaxIDLength)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidID, id)
+	}
+	for i := range len(id) {
+		if id[i] == 0 {
+			// PostgreSQL's TEXT cannot hold NUL.
+			return fmt.Errorf("%w: %q contains a NUL byte", ErrInvalidID, id)
+		}
+	}
+	return nil
+}
+
+func validateTime(what string, t time.Time) error {
+	if t.IsZero() {
+		return fmt.Errorf("%w: %s is the zero time", ErrInvalidTime, what)
+	}
+	if t.Before(minTime) || t.After(maxTime) {
+		return fmt.Errorf("%w: %s %s is outside %d–%d", ErrInvalidTime, what, t.Format(time.RFC3339), minTime.Year(), maxTime.Year())
+	}
+	return nil
+}
+
+// Add puts id on the list, due at due, on the list's own database.
+// See [List.AddTx] for the rules.
+func (l *List) Add(ctx context.Context, id string, due time.Time) error {
+	return l.AddTx(ctx, l.db, id, due)
+}
+
+// AddTx is [List.Add] on ext, typically the caller's *sqlx.Tx, so that the
+// list changes in the same transaction as the events it is projected from
+// and cannot drift from them: a rolled-back transaction leaves the list as
+// it was. ext must belong to the list's database.
+//
+// Add is an idempotent upsert, so replaying a projection is harmless:
+//   - a new ID is added, due at due;
+//   - the same or an earlier due time for an existing ID changes nothing
+//     (an old event delivered again cannot pull a deadline back, and a
+//     parked item stays parked);
+//   - a later due time moves the item and makes it new work: attempts,
+//     last error and parking are reset and a claim in flight is dropped, so
+//     the processor working the old deadline will not remove it.
+//
+// To bring an item forward, Remove it and Add it again (in one transaction).
+func (l *List) AddTx(ctx context.Context, ext sqlx.ExtContext, id string, due time.Time) error {
+	if err := validateID(id); err != nil {
+		return fmt.Errorf("todolist: add to %q: %w", l.name, err)
+	}
+	if err := validateTime("due time", due); err != nil {
+		return fmt.Errorf("todolist: add %q to %q: %w", id, l.name, err)
+	}
+	at := sqldb.EncodeTime(due)
+	if _, err := ext.ExecContext(ctx, l.q.add, l.name, id, at, at); err != nil {
+		return fmt.Errorf("todolist: add %q to %q: %w", id, l.name, err)
+	}
+	return nil
+}
+
+// Remove takes id off the list on the list's own database; removing an ID
+// that is not there is not an error.
+func (l *List) Remove(ctx context.Context, id string) error {
+	return l.RemoveTx(ctx, l.db, id)
+}
+
+// RemoveTx is [List.Remove] on ext, typically the caller's *sqlx.Tx. A
+// processor working the item when it is removed finds it gone and moves on.
+func (l *List) RemoveTx(ctx context.Context, ext sqlx.ExtContext, id string) error {
+	if err := validateID(id); err != nil {
+		return fmt.Errorf("todolist: remove from %q: %w", l.name, err)
+	}
+	if _, err := ext.ExecContext(ctx, l.q.remove, l.name, id); err != nil {
+		return fmt.Errorf("todolist: remove %q from %q: %w", id, l.name, err)
+	}
+	return nil
+}
+
+// Get returns the item with id, or an error wrapping [ErrNotFound].
+func (l *List) Get(ctx context.Context, id string) (Item, error) {
+	items, err := l.query(ctx, l.q.get, l.name, id)
+	if err != nil {
+		return Item{}, fmt.Errorf("todolist: get %q from %q: %w", id, l.name, err)
+	}
+	if len(items) == 0 {
+		return Item{}, fmt.Errorf("todolist: get %q from %q: %w", id, l.name, ErrNotFound)
+	}
+	return items[0], nil
+}
+
+// Due returns up to limit items a processor could claim at now (not parked,
+// not backing off, not held by a live claim), in the order it takes them:
+// earliest first.
+func (l *List) Due(ctx context.Context, now time.Time, limit int) ([]Item, error) {
+	if err := validateTime("now", now); err != nil {
+		return nil, fmt.Errorf("todolist: due items of %q: %w", l.name, err)
+	}
+	if limit <= 0 {
+		return nil, fmt.Errorf("todolist: due items of %q: %w: %d, must be positive", l.name, ErrInvalidLimit, limit)
+	}
+	items, err := l.query(ctx, l.q.due, l.name, sqldb.EncodeTime(now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("todolist: due items of %q: %w", l.name, err)
+	}
+	return items, nil
+}
+
+// Parked returns up to limit parked items, earliest due first, with the
+// error that parked them.
+func (l *List) Parked(ctx context.Context, limit int) ([]Item, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("todolist: parked items of %q: %w: %d, must be positive", l.name, ErrInvalidLimit, limit)
+	}
+	items, err := l.query(ctx, l.q.parked, l.name, limit)
+	if err != nil {
+		return nil, fmt.Errorf("todolist: parked items of %q: %w", l.name, err)
+	}
+	return items, nil
+}
+
+// Reactivate gives a parked item a fresh start: attempts and last error are
+// cleared and it is due again at its due time, so the next tick takes it.
+// Reactivating an item that is not parked changes nothing; an unknown ID
+// fails with [ErrNotFound].
+func (l *List) Reactivate(ctx context.Context, id string) error {
+	res, err := l.db.ExecContext(ctx, l.q.reactivate, l.name, id)
+	if err != nil {
+		return fmt.Errorf("todolist: reactivate %q in %q: %w", id, l.name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("todolist: reactivate %q in %q: %w", id, l.name, err)
+	} else if n > 0 {
+		return nil
+	}
+	if _, err := l.Get(ctx, id); err != nil {
+		return fmt.Errorf("todolist: reactivate: %w", err)
+	}
+	return nil
+}
+
+func (l *List) query(ctx context.Context, query string, args ...any) ([]Item, error) {
+	rows, err := l.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Item
+	for rows.Next() {
+		var (
+			it         Item
+			due, runAt int64
+			parked     int
+			claim      string
+		)
+		if err := rows.Scan(&it.ID, &due, &runAt, &it.Attempts, &it.LastError, &parked, &claim); err != nil {
+			return nil, err
+		}
+		it.Due, it.NextAttempt = sqldb.DecodeTime(due), sqldb.DecodeTime(runAt)
+		it.Parked, it.Claimed = parked == 1, claim != ""
+		items = append(items, it)
+	}
+	return items, rows.Err()
+}
+
+// nullTime decodes a nullable stored instant; NULL is the zero time.
+func nullTime(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return sqldb.DecodeTime(v.Int64)
+}

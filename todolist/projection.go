@@ -1,0 +1,128 @@
+package todolist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Projection keeps a list up to date from domain events: some events add an
+// item, others remove it. It is the to-do list's read model, declared rather
+// than hand-written:
+//
+//	p := todolist.NewProjection(pending)
+//	todolist.AddOn(p, func(e OrderInitiated) (string, time.Time) { return e.OrderID, e.TimeoutAfter })
+//	todolist.RemoveOn(p, func(e OrderCompleted) string { return e.OrderID })
+//	todolist.RemoveOn(p, func(e OrderCancelled) string { return e.OrderID })
+//
+// Apply it inside the transaction that appends the events, so the list never
+// drifts from them, or subscribe it to a bus. Because [List.Add] and
+// [List.Remove] are idempotent, replaying events through a projection is
+// harmless.
+//
+// Declare the rules before first use; after that a Projection is safe for
+// concurrent use.
+type Projection struct {
+	list  *List
+	rules []rule
+	err   error // the first invalid declaration, reported by Apply and Subscribe
+}
+
+// rule applies one declared event type; E is only known where it was
+// declared, so the rule carries it in closures.
+type rule struct {
+	event string
+	apply func(ctx context.Context, ext sqlx.ExtContext, event any) error
+	// subscribe is set by subscribe.go.
+	subscribe subscriber
+}
+
+// NewProjection returns a projection writing to list, with no rules yet.
+func NewProjection(list *List) *Projection {
+	p := &Projection{list: list}
+	if list == nil {
+		p.err = fmt.Errorf("todolist: new projection: %w", ErrNilList)
+	}
+	return p
+}
+
+// AddOn declares that an event of type E adds an item to the list: item
+// returns its ID and due time (see [List.Add] for what adding an existing
+// ID does). An event matches when its dynamic type is E or, for an
+// interface E, implements E. A nil item function is reported by Apply and
+// Subscribe.
+func AddOn[E any](p *Projection, item func(event E) (id string, due time.Time)) {
+	if item == nil {
+		p.invalid(fmt.Errorf("todolist: projection AddOn[%s]: nil item function", typeName[E]()))
+		return
+	}
+	p.rules = append(p.rules, rule{
+		event: typeName[E](),
+		apply: func(ctx context.Context, ext sqlx.ExtContext, event any) error {
+			e, ok := event.(E)
+			if !ok {
+				return nil
+			}
+			id, due := item(e)
+			return p.list.AddTx(ctx, ext, id, due)
+		},
+		subscribe: subscriberFor[E](p),
+	})
+}
+
+// RemoveOn declares that an event of type E removes an item from the list:
+// id returns which. Matching is as for [AddOn]. A nil id function is
+// reported by Apply and Subscribe.
+func RemoveOn[E any](p *Projection, id func(event E) string) {
+	if id == nil {
+		p.invalid(fmt.Errorf("todolist: projection RemoveOn[%s]: nil id function", typeName[E]()))
+		return
+	}
+	p.rules = append(p.rules, rule{
+		event: typeName[E](),
+		apply: func(ctx context.Context, ext sqlx.ExtContext, event any) error {
+			e, ok := event.(E)
+			if !ok {
+				return nil
+			}
+			return p.list.RemoveTx(ctx, ext, id(e))
+		},
+		subscribe: subscriberFor[E](p),
+	})
+}
+
+func (p *Projection) invalid(err error) {
+	if p.err == nil {
+		p.err = err
+	}
+}
+
+// Apply updates the list for events, in order, on ext — typically the
+// transaction appending them, so that a rolled-back append leaves the list
+// as it was. Events no rule matches are ignored, so an event store can hand
+// over everything it appends. It stops at the first failure, which names the
+// event; in a transaction, roll back.
+func (p *Projection) Apply(ctx context.Context, ext sqlx.ExtContext, events ...any) error {
+	if p.err != nil {
+		return p.err
+	}
+	if ext == nil {
+		return errors.New("todolist: projection apply: ext must not be nil")
+	}
+	for _, event := range events {
+		for _, r := range p.rules {
+			if err := r.apply(ctx, ext, event); err != nil {
+				return fmt.Errorf("todolist: project %s onto %q: %w", r.event, p.list.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func typeName[E any]() string {
+	return reflect.TypeFor[E]().String()
+}
