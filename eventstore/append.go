@@ -54,7 +54,7 @@ func (s *Store) appendCommitted(ctx context.Context, stream string, expected Exp
 			// version outside it so the error says where the stream is.
 			_ = tx.Rollback()
 			if actual, verr := s.Version(ctx, stream); verr == nil {
-				conflict.Actual = actual
+				conflict.Actual, conflict.raced = actual, false
 			}
 		}
 		return AppendResult{}, err
