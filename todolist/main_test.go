@@ -1,0 +1,72 @@
+package todolist_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/todolist"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// t0 is when every test's fake clock starts.
+var t0 = time.Date(2026, 3, 29, 10, 0, 0, 0, time.UTC)
+
+// eachBackend runs test against a fresh database of every backend: SQLite
+// always, PostgreSQL when PASSAGE_TEST_POSTGRES is set.
+func eachBackend(t *testing.T, test func(t *testing.T, db *sqldb.DB, dsn string)) {
+	t.Helper()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			db, dsn := b.Open(t)
+			test(t, db, dsn)
+		})
+	}
+}
+
+func openList(t *testing.T, db *sqldb.DB, name string) *todolist.List {
+	t.Helper()
+	l, err := todolist.Open(context.Background(), db.DB, name)
+	require.NoError(t, err)
+	return l
+}
+
+// addItems adds ids to l, all due at due.
+func addItems(t *testing.T, l *todolist.List, due time.Time, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		require.NoError(t, l.Add(context.Background(), id, due))
+	}
+}
+
+func newProcessor(t *testing.T, l *todolist.List, clock clockwork.Clock, action todolist.Action, opts ...todolist.ProcessorOption) *todolist.Processor {
+	t.Helper()
+	p, err := todolist.NewProcessor(l, action, append([]todolist.ProcessorOption{todolist.WithClock(clock)}, opts...)...)
+	require.NoError(t, err)
+	return p
+}
+
+func ids(items []todolist.Item) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.ID
+	}
+	return out
+}
+
+func succeed(context.Context, todolist.Item) error { return nil }
+
+func fail(context.Context, todolist.Item) error { return errFailed }
+
+var errFailed = errors.New("payment service unavailable")
