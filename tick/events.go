@@ -27,8 +27,8 @@ type Event interface {
 	Unit() Unit
 	// Boundary is the instant that passed, in the ticker's location.
 	Boundary() time.Time
-	// Previous is the boundary emitted before this one by the same cursor,
-	// or the zero time for the very first.
+	// Previous is the boundary the cursor stood on before this one: the
+	// last one emitted or reported skipped (see Passage.Since).
 	Previous() time.Time
 	// ID is the event's identity, "unit/boundary in RFC 3339 UTC", stable
 	// across processes and restarts; use it to deduplicate.
@@ -39,13 +39,18 @@ type Event interface {
 type Passage struct {
 	// At is the boundary instant that passed.
 	At time.Time
-	// Since is the previous boundary; zero for the first event ever emitted
-	// for the unit.
+	// Since is the boundary before At that the ticker had already dealt
+	// with: emitted, or reported in a TicksSkipped. When a ticker starts for
+	// the first time it records the most recent boundary as its starting
+	// point without emitting it, so Since is that boundary for the first
+	// event; it is zero only for events built without a ticker.
 	Since time.Time
 	// EmittedAt is when the ticker actually published the event, by its clock.
 	EmittedAt time.Time
 	// CatchUp is true when the boundary was emitted late, after the ticker
-	// was down or asleep, rather than at its own wake-up.
+	// was down or asleep, rather than at its own wake-up: the boundary passed
+	// before the ticker started, or a later boundary of the same unit had
+	// passed too by the time it was emitted.
 	CatchUp bool
 }
 
@@ -121,3 +126,53 @@ func (e QuarterHasPassed) ID() string { return id(Quarter, e.At) }
 
 // ID returns "year/<boundary>".
 func (e YearHasPassed) ID() string { return id(Year, e.At) }
+
+// NewEvent builds the concrete event type of unit u (MinuteHasPassed for
+// Minute, and so on) carrying p.
+func NewEvent(u Unit, p Passage) (Event, error) {
+	switch u {
+	case Minute:
+		return MinuteHasPassed{p}, nil
+	case Hour:
+		return HourHasPassed{p}, nil
+	case Day:
+		return DayHasPassed{p}, nil
+	case Week:
+		return WeekHasPassed{p}, nil
+	case Month:
+		return MonthHasPassed{p}, nil
+	case Quarter:
+		return QuarterHasPassed{p}, nil
+	case Year:
+		return YearHasPassed{p}, nil
+	}
+	if _, ok := fixedUnits[u]; ok {
+		return fixedHasPassed{p, u}, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownUnit, string(u))
+}
+
+// fixedHasPassed is the event of the unexported sub-minute test units.
+type fixedHasPassed struct {
+	Passage
+	unit Unit
+}
+
+func (e fixedHasPassed) Unit() Unit { return e.unit }
+func (e fixedHasPassed) ID() string { return id(e.unit, e.At) }
+
+// TicksSkipped reports boundaries a catch-up policy chose not to emit, so
+// that nothing is dropped silently. It is not an Event: a handler of every
+// tick.Event does not receive it as one more boundary.
+type TicksSkipped struct {
+	// Unit is the unit whose boundaries were skipped.
+	Unit Unit
+	// From and To are the first and last skipped boundaries (inclusive).
+	From, To time.Time
+	// Count is how many boundaries From..To holds.
+	Count int64
+	// Policy names the catch-up policy that skipped them ("all", "latest-only", "skip").
+	Policy string
+	// EmittedAt is when the ticker published the report, by its clock.
+	EmittedAt time.Time
+}

@@ -1,0 +1,45 @@
+package tick
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Observer receives what a Ticker does, for metrics; nil fields are not
+// called. Callbacks run on the emitting goroutine, one at a time per
+// ticker, and must be quick.
+type Observer struct {
+	// Emitted is called after each event was published; lag is EmittedAt
+	// minus the boundary, by the ticker's clock.
+	Emitted func(e Event, lag time.Duration)
+	// Skipped is called after a TicksSkipped report was published.
+	Skipped func(s TicksSkipped)
+	// PublishFailed is called when publishing a boundary (or a skip report)
+	// failed; the boundary will be retried at the next wake-up.
+	PublishFailed func(unit Unit, boundary time.Time, err error)
+}
+
+// Stats are a Ticker's running totals since New.
+type Stats struct {
+	// Emitted counts published events.
+	Emitted int64
+	// Skipped counts boundaries reported in TicksSkipped events.
+	Skipped int64
+	// PublishFailures counts failed publish calls.
+	PublishFailures int64
+	// Passes counts completed emission passes (wake-ups, EmitDue, EmitUntil).
+	Passes int64
+}
+
+type counters struct {
+	emitted, skipped, failures, passes atomic.Int64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Emitted:         c.emitted.Load(),
+		Skipped:         c.skipped.Load(),
+		PublishFailures: c.failures.Load(),
+		Passes:          c.passes.Load(),
+	}
+}

@@ -1,0 +1,72 @@
+package tick
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// AdvanceAndWait is for tests: it advances clock by d and returns once
+// every given ticker has emitted everything that became due, through the
+// production path — gocron's timer fires on the fake clock and wakes the
+// ticker, whose pass computes and publishes the boundaries. A simulated week
+// of minutes runs in milliseconds, without sleeping.
+//
+// The tickers must be started with WithClock(clock). AdvanceAndWait first
+// waits until each has its wake-up timer armed (so the advance cannot slip
+// in before gocron has scheduled it), then advances once, then waits for
+// each ticker's pass at the new time — or for the pass already owed, such
+// as a restart's first catch-up. It returns ErrNotRunning when a ticker is
+// stopped meanwhile, or ctx's error.
+func AdvanceAndWait(ctx context.Context, clock *clockwork.FakeClock, d time.Duration, tickers ...*Ticker) error {
+	armedFor := make([]time.Time, len(tickers))
+	for i, t := range tickers {
+		err := t.waitFor(ctx, func() bool { return t.armed != nil }, func() { armedFor[i] = t.armedFor })
+		if err != nil {
+			return fmt.Errorf("tick: wait for the wake-up timer: %w", err)
+		}
+	}
+	clock.Advance(d)
+	now := clock.Now()
+	for i, t := range tickers {
+		var target time.Time
+		t.mu.Lock()
+		target = t.owed
+		t.mu.Unlock()
+		if !armedFor[i].After(now) && now.After(target) {
+			target = now
+		}
+		if err := t.waitFor(ctx, func() bool { return !t.done.Before(target) }, nil); err != nil {
+			return fmt.Errorf("tick: wait for the pass at %v: %w", target, err)
+		}
+	}
+	return nil
+}
+
+// waitFor blocks until cond holds (checked under mu, then then runs under
+// mu), the ticker stops, or ctx ends.
+func (t *Ticker) waitFor(ctx context.Context, cond func() bool, then func()) error {
+	for {
+		t.mu.Lock()
+		if cond() {
+			if then != nil {
+				then()
+			}
+			t.mu.Unlock()
+			return nil
+		}
+		if !t.running {
+			t.mu.Unlock()
+			return ErrNotRunning
+		}
+		changed := t.changed
+		t.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

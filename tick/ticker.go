@@ -1,0 +1,210 @@
+package tick
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+)
+
+// Publisher is where a Ticker sends its events. It has exactly the signature
+// of bus.Bus's Publish, so a *bus.Bus is a Publisher and tick does not
+// import bus. Publish is called with one event at a time, from one
+// goroutine at a time per Ticker; a non-nil error means the event may not
+// have been delivered, and the ticker publishes it again later (handlers are
+// idempotent: see Event.ID). Cancelling ctx asks Publish to give up.
+type Publisher interface {
+	Publish(ctx context.Context, events ...any) error
+}
+
+// Ticker publishes the passage of time. gocron wakes it at the nearest
+// boundary of its units; at every wake-up it emits, per unit, the
+// boundaries in (cursor, now] as its catch-up policy says and advances the
+// durable cursor with compare-and-swap. The cursor, not the timer, decides
+// what is emitted: a restart, a sleeping machine or a clock jump neither
+// loses nor doubles a boundary.
+//
+// A Ticker is safe for concurrent use; emission passes never overlap.
+type Ticker struct {
+	cfg   config
+	pub   Publisher
+	store CursorStore
+	stats counters
+
+	emitMu sync.Mutex // one emission pass at a time
+
+	mu        sync.Mutex
+	sched     gocron.Scheduler
+	running   bool
+	startedAt time.Time
+	cancelRun context.CancelFunc
+	runCtx    context.Context
+	progress  // guarded by mu; see wake.go
+}
+
+// New returns a Ticker publishing to pub and keeping its cursors in store.
+// Options are checked here; a bad one is an error naming it.
+func New(pub Publisher, store CursorStore, opts ...Option) (*Ticker, error) {
+	if pub == nil {
+		return nil, fmt.Errorf("%w: publisher must not be nil", ErrInvalidOption)
+	}
+	if store == nil {
+		return nil, fmt.Errorf("%w: cursor store must not be nil", ErrInvalidOption)
+	}
+	cfg := defaults()
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
+		}
+		if err := opt(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	for u := range cfg.policies {
+		if !contains(cfg.units, u) {
+			return nil, fmt.Errorf("%w: WithCatchUp(%s) for a unit the ticker does not publish", ErrInvalidOption, u)
+		}
+	}
+	return &Ticker{cfg: cfg, pub: pub, store: store, progress: newProgress()}, nil
+}
+
+func contains(units []Unit, u Unit) bool {
+	for _, x := range units {
+		if x == u {
+			return true
+		}
+	}
+	return false
+}
+
+// Start starts the gocron scheduler and returns at once. The first emission
+// pass runs immediately, so boundaries missed while the process was down are
+// caught up without waiting for the next one. Errors of later passes are
+// logged and counted (Stats), never returned. ctx's values reach the
+// publisher; stop the ticker with Stop, not by cancelling ctx.
+func (t *Ticker) Start(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.running {
+		return ErrAlreadyStarted
+	}
+	sched, err := gocron.NewScheduler(
+		gocron.WithClock(wakeClock{Clock: t.cfg.clock, t: t}),
+		gocron.WithLocation(t.cfg.loc),
+		// Stop's context bounds the wait, not gocron's timer.
+		gocron.WithStopTimeout(24*time.Hour),
+	)
+	if err != nil {
+		return fmt.Errorf("tick: create scheduler: %w", err)
+	}
+	_, err = sched.NewJob(
+		gocron.CronJob("passage tick", false),
+		gocron.NewTask(t.wake),
+		gocron.WithCronImplementation(wakeSchedule{t}),
+		gocron.WithName("passage tick"),
+		// A wake-up during a long catch-up waits its turn rather than being
+		// dropped: the waiting pass is what covers the newer boundaries.
+		gocron.WithSingletonMode(gocron.LimitModeWait),
+		gocron.WithStartAt(gocron.WithStartImmediately()),
+	)
+	if err != nil {
+		_ = sched.Shutdown()
+		return fmt.Errorf("tick: schedule wake-ups: %w", err)
+	}
+	t.runCtx, t.cancelRun = context.WithCancel(context.WithoutCancel(ctx))
+	t.sched, t.running = sched, true
+	t.startedAt = t.cfg.clock.Now()
+	t.owe(t.startedAt)
+	sched.Start()
+	return nil
+}
+
+// Stop stops waking up and waits for the emission in flight to finish. If
+// ctx ends first, the emission's context is cancelled and Stop returns
+// ctx's error. Stopping twice, or a ticker never started, is harmless.
+func (t *Ticker) Stop(ctx context.Context) error {
+	t.mu.Lock()
+	if !t.running {
+		t.mu.Unlock()
+		return nil
+	}
+	sched, cancel := t.sched, t.cancelRun
+	t.running, t.sched = false, nil
+	t.notify()
+	t.mu.Unlock()
+
+	done := make(chan error, 1)
+	go func() { done <- sched.Shutdown() }()
+	select {
+	case err := <-done:
+		cancel()
+		if err != nil {
+			return fmt.Errorf("tick: stop scheduler: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		cancel()
+		return fmt.Errorf("tick: stop: %w", ctx.Err())
+	}
+}
+
+// EmitDue runs one emission pass at the clock's now, synchronously, and
+// returns its error: what a wake-up does, for a process that runs once
+// (the CLI's --once). With WithLease it returns ErrNotLeader when another
+// replica holds the lease. It needs no Start and may run beside one.
+func (t *Ticker) EmitDue(ctx context.Context) error {
+	return t.run(ctx, t.cfg.clock.Now(), t.liveFrom())
+}
+
+// EmitUntil emits the boundaries up to until (a backfill), as a pass at
+// until would, with every boundary marked CatchUp and the catch-up policies
+// applied as at a restart at until. until must not be after the clock's now
+// (ErrFuture).
+func (t *Ticker) EmitUntil(ctx context.Context, until time.Time) error {
+	if now := t.cfg.clock.Now(); until.After(now) {
+		return fmt.Errorf("%w: EmitUntil(%v) with the clock at %v", ErrFuture, until, now)
+	}
+	return t.run(ctx, until, farFuture)
+}
+
+// Stats returns the ticker's running totals.
+func (t *Ticker) Stats() Stats { return t.stats.snapshot() }
+
+// farFuture makes every boundary a catch-up.
+var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// liveFrom is the instant before which a boundary counts as missed: the
+// ticker's start, or nothing when it is not running.
+func (t *Ticker) liveFrom() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.running {
+		return t.startedAt
+	}
+	return time.Time{}
+}
+
+// wake is gocron's task: one pass at the clock's now.
+func (t *Ticker) wake() {
+	t.mu.Lock()
+	ctx := t.runCtx
+	t.mu.Unlock()
+	err := t.run(ctx, t.cfg.clock.Now(), t.liveFrom())
+	switch {
+	case errors.Is(err, ErrNotLeader):
+		t.cfg.logger.Debug("tick: not the leader, nothing emitted", "error", err)
+	case err != nil:
+		t.cfg.logger.Error("tick: emission failed; retrying at the next wake-up", "error", err)
+	}
+}
+
+// run is one emission pass, recorded for AdvanceAndWait.
+func (t *Ticker) run(ctx context.Context, now, liveFrom time.Time) error {
+	err := t.pass(ctx, now, liveFrom)
+	t.stats.passes.Add(1)
+	t.passed(now)
+	return err
+}
