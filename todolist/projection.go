@@ -35,9 +35,8 @@ type Projection struct {
 // rule applies one declared event type; E is only known where it was
 // declared, so the rule carries it in closures.
 type rule struct {
-	event string
-	apply func(ctx context.Context, ext sqlx.ExtContext, event any) error
-	// subscribe is set by subscribe.go.
+	event     string
+	apply     applier
 	subscribe subscriber
 }
 
@@ -60,17 +59,13 @@ func AddOn[E any](p *Projection, item func(event E) (id string, due time.Time)) 
 		p.invalid(fmt.Errorf("todolist: projection AddOn[%s]: nil item function", typeName[E]()))
 		return
 	}
-	p.rules = append(p.rules, rule{
-		event: typeName[E](),
-		apply: func(ctx context.Context, ext sqlx.ExtContext, event any) error {
-			e, ok := event.(E)
-			if !ok {
-				return nil
-			}
-			id, due := item(e)
-			return p.list.AddTx(ctx, ext, id, due)
-		},
-		subscribe: subscriberFor[E](p),
+	addRule[E](p, func(ctx context.Context, ext sqlx.ExtContext, event any) error {
+		e, ok := event.(E)
+		if !ok {
+			return nil
+		}
+		id, due := item(e)
+		return p.list.AddTx(ctx, ext, id, due)
 	})
 }
 
@@ -82,17 +77,17 @@ func RemoveOn[E any](p *Projection, id func(event E) string) {
 		p.invalid(fmt.Errorf("todolist: projection RemoveOn[%s]: nil id function", typeName[E]()))
 		return
 	}
-	p.rules = append(p.rules, rule{
-		event: typeName[E](),
-		apply: func(ctx context.Context, ext sqlx.ExtContext, event any) error {
-			e, ok := event.(E)
-			if !ok {
-				return nil
-			}
-			return p.list.RemoveTx(ctx, ext, id(e))
-		},
-		subscribe: subscriberFor[E](p),
+	addRule[E](p, func(ctx context.Context, ext sqlx.ExtContext, event any) error {
+		e, ok := event.(E)
+		if !ok {
+			return nil
+		}
+		return p.list.RemoveTx(ctx, ext, id(e))
 	})
+}
+
+func addRule[E any](p *Projection, apply applier) {
+	p.rules = append(p.rules, rule{event: typeName[E](), apply: apply, subscribe: subscriberFor[E](p, apply)})
 }
 
 func (p *Projection) invalid(err error) {

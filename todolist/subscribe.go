@@ -1,6 +1,59 @@
 package todolist
 
-// subscriber is replaced once the bus lands.
-type subscriber func()
+import (
+	"context"
+	"fmt"
 
-func subscriberFor[E any](p *Projection) subscriber { return nil }
+	"github.com/jmoiron/sqlx"
+
+	"github.com/passage-of-time/passage/bus"
+)
+
+// subscriber subscribes one rule to a bus; E is only known where the rule
+// was declared.
+type subscriber func(b *bus.Bus, name string, opts []bus.SubscribeOption) (*bus.Subscription, error)
+
+func subscriberFor[E any](p *Projection, apply applier) subscriber {
+	return func(b *bus.Bus, name string, opts []bus.SubscribeOption) (*bus.Subscription, error) {
+		handler := func(ctx context.Context, event E) error {
+			if err := apply(ctx, p.list.db, event); err != nil {
+				return fmt.Errorf("todolist: project %s onto %q: %w", name, p.list.name, err)
+			}
+			return nil
+		}
+		opts = append([]bus.SubscribeOption{bus.Name(fmt.Sprintf("todolist %q: %s", p.list.name, name))}, opts...)
+		return bus.Subscribe(b, handler, opts...)
+	}
+}
+
+type applier func(ctx context.Context, ext sqlx.ExtContext, event any) error
+
+// Subscribe subscribes the projection's rules to b, one subscription per
+// declared rule, applying each event on the list's own database as it is
+// published. opts apply to every subscription (for example bus.Async); each
+// is named after the list and the event type unless opts name it. On error
+// no subscription is left behind.
+//
+// A bus delivers events after they were stored, so a crash in between can
+// leave the list behind its events; where the events are appended in a
+// transaction, prefer [Projection.Apply] in that transaction.
+func (p *Projection) Subscribe(b *bus.Bus, opts ...bus.SubscribeOption) ([]*bus.Subscription, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	if b == nil {
+		return nil, fmt.Errorf("todolist: subscribe projection of %q: bus must not be nil", p.list.name)
+	}
+	subs := make([]*bus.Subscription, 0, len(p.rules))
+	for _, r := range p.rules {
+		sub, err := r.subscribe(b, r.event, opts)
+		if err != nil {
+			for _, s := range subs {
+				s.Unsubscribe()
+			}
+			return nil, fmt.Errorf("todolist: subscribe projection of %q to %s: %w", p.list.name, r.event, err)
+		}
+		subs = append(subs, sub)
+	}
+	return subs, nil
+}

@@ -1,0 +1,131 @@
+package todolist_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/jonboulle/clockwork"
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/passage-of-time/passage/bus"
+	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/todolist"
+)
+
+// openExampleDB opens a SQLite database in a temporary directory.
+func openExampleDB() (db *sqlx.DB, cleanup func()) {
+	dir, err := os.MkdirTemp("", "todolist-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	db, err = sqlx.Open("sqlite3", filepath.Join(dir, "orders.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	return db, func() { _ = db.Close(); _ = os.RemoveAll(dir) }
+}
+
+// Cancel unpaid orders when their payment deadline has passed: a processor
+// for the pending-orders list, subscribed to the minute ticks on a bus.
+func ExampleHandle() {
+	ctx := context.Background()
+	db, cleanup := openExampleDB()
+	defer cleanup()
+
+	pending, err := todolist.Open(ctx, db, "pending-orders")
+	if err != nil {
+		log.Fatal(err)
+	}
+	deadline := time.Date(2026, 3, 29, 10, 15, 0, 0, time.UTC)
+	_ = pending.Add(ctx, "order-1", deadline)
+	_ = pending.Add(ctx, "order-2", deadline.Add(time.Hour))
+
+	cancelOrder := func(ctx context.Context, item todolist.Item) error {
+		// A real action loads the order and cancels it if still unpaid.
+		fmt.Printf("cancel %s, due %s\n", item.ID, item.Due.Format("15:04"))
+		return nil
+	}
+	clock := clockwork.NewFakeClockAt(deadline.Add(5 * time.Second))
+	handler, err := todolist.Handle[tick.MinuteHasPassed](pending, cancelOrder, todolist.WithClock(clock))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	b, err := bus.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = b.Close(ctx) }()
+	if _, err := bus.Subscribe(b, handler); err != nil {
+		log.Fatal(err)
+	}
+	// What the ticker publishes when 10:15 has passed.
+	if err := b.Publish(ctx, tick.MinuteHasPassed{Passage: tick.Passage{At: deadline}}); err != nil {
+		log.Fatal(err)
+	}
+
+	stats, err := pending.Stats(ctx, clock.Now())
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("pending %d, due %d\n", stats.Pending, stats.Due)
+	// Output:
+	// cancel order-1, due 10:15
+	// pending 1, due 0
+}
+
+type OrderInitiated struct {
+	OrderID      string
+	TimeoutAfter time.Time
+}
+
+type OrderCompleted struct{ OrderID string }
+
+// Keep the pending-orders list up to date from the order's events, in the
+// transaction that stores them.
+func ExampleProjection() {
+	ctx := context.Background()
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	pending, err := todolist.Open(ctx, db, "pending-orders")
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	p := todolist.NewProjection(pending)
+	todolist.AddOn(p, func(e OrderInitiated) (string, time.Time) { return e.OrderID, e.TimeoutAfter })
+	todolist.RemoveOn(p, func(e OrderCompleted) string { return e.OrderID })
+
+	deadline := time.Date(2026, 3, 29, 10, 15, 0, 0, time.UTC)
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// ... append the events to the event store in tx, then:
+	if err := p.Apply(ctx, tx,
+		OrderInitiated{"order-1", deadline},
+		OrderInitiated{"order-2", deadline},
+		OrderCompleted{"order-1"},
+	); err != nil {
+		_ = tx.Rollback()
+		log.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		log.Fatal(err)
+	}
+
+	due, err := pending.Due(ctx, deadline, 10)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, item := range due {
+		fmt.Println(item.ID, item.Due.Format(time.RFC3339))
+	}
+	// Output:
+	// order-2 2026-03-29T10:15:00Z
+}
