@@ -1,0 +1,22 @@
+// Package sink delivers passage-of-time events out of the ticker process:
+// as JSON lines on a writer, or as signed HTTP POSTs to webhooks.
+//
+// Both sinks implement the ticker's Publisher contract (Publish(ctx,
+// events...) error). A sink that cannot deliver returns an error, the ticker
+// then keeps its cursor where it was and offers the same events again at its
+// next wake-up, so a receiver that is down for a while gets every event, in
+// order, once it is back.
+//
+// # Webhook requests
+//
+// Each event is one POST with a JSON body (see [Record]) and these headers:
+//
+//	Content-Type:       application/json
+//	Idempotency-Key:    <unit>/<boundary in RFC 3339 UTC>, e.g. day/2026-03-29T00:00:00Z
+//	X-Passage-Event:    the event type, e.g. DayHasPassed
+//	X-Passage-Signature: sha256=<hex HMAC-SHA256 of the raw body with the shared secret>
+//
+// A receiver verifies the signature with [Verify] (or the same computation
+// in any language) before trusting the body, and deduplicates by
+// Idempotency-Key: delivery is at least once.
+package sink

@@ -1,0 +1,96 @@
+package sink
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/passage-of-time/passage/tick"
+)
+
+// Record is the JSON form of what a ticker publishes, one object per event.
+// A passage-of-time event fills Boundary, Previous (null for the first) and
+// CatchUp; a tick.TicksSkipped report (type "TicksSkipped") fills From, To,
+// Count and Policy instead.
+type Record struct {
+	Type      string     `json:"type"`
+	ID        string     `json:"id"`
+	Unit      tick.Unit  `json:"unit"`
+	Boundary  *time.Time `json:"boundary,omitempty"`
+	Previous  *time.Time `json:"previous"`
+	EmittedAt time.Time  `json:"emitted_at"`
+	CatchUp   bool       `json:"catch_up"`
+	From      *time.Time `json:"from,omitempty"`
+	To        *time.Time `json:"to,omitempty"`
+	Count     int64      `json:"count,omitempty"`
+	Policy    string     `json:"policy,omitempty"`
+}
+
+// NewRecord converts a tick event or a tick.TicksSkipped report into its JSON
+// form; any other value is an error.
+func NewRecord(event any) (Record, error) {
+	if s, ok := event.(tick.TicksSkipped); ok {
+		return Record{
+			Type:      "TicksSkipped",
+			ID:        fmt.Sprintf("skipped/%s/%s..%s", s.Unit, s.From.UTC().Format(time.RFC3339Nano), s.To.UTC().Format(time.RFC3339Nano)),
+			Unit:      s.Unit,
+			EmittedAt: s.EmittedAt,
+			From:      &s.From,
+			To:        &s.To,
+			Count:     s.Count,
+			Policy:    s.Policy,
+		}, nil
+	}
+	e, ok := event.(tick.Event)
+	if !ok {
+		return Record{}, fmt.Errorf("sink: %T is not a passage-of-time event", event)
+	}
+	p, ok := passage(e)
+	if !ok {
+		return Record{}, fmt.Errorf("sink: %T does not carry a tick.Passage", event)
+	}
+	r := Record{
+		Type:      reflect.TypeOf(event).Name(),
+		ID:        e.ID(),
+		Unit:      e.Unit(),
+		Boundary:  &p.At,
+		EmittedAt: p.EmittedAt,
+		CatchUp:   p.CatchUp,
+	}
+	if !p.Since.IsZero() {
+		since := p.Since
+		r.Previous = &since
+	}
+	return r, nil
+}
+
+func passage(e tick.Event) (tick.Passage, bool) {
+	switch e := e.(type) {
+	case tick.MinuteHasPassed:
+		return e.Passage, true
+	case tick.HourHasPassed:
+		return e.Passage, true
+	case tick.DayHasPassed:
+		return e.Passage, true
+	case tick.WeekHasPassed:
+		return e.Passage, true
+	case tick.MonthHasPassed:
+		return e.Passage, true
+	case tick.QuarterHasPassed:
+		return e.Passage, true
+	case tick.YearHasPassed:
+		return e.Passage, true
+	}
+	return tick.Passage{}, false
+}
+
+// Marshal returns the JSON body of an event.
+func Marshal(event any) ([]byte, Record, error) {
+	r, err := NewRecord(event)
+	if err != nil {
+		return nil, r, err
+	}
+	body, err := json.Marshal(r)
+	return body, r, err
+}

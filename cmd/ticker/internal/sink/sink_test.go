@@ -1,0 +1,189 @@
+package sink_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
+	"github.com/passage-of-time/passage/tick"
+)
+
+func minute(i int) tick.MinuteHasPassed {
+	at := time.Date(2026, 11, 21, 12, i, 0, 0, time.UTC)
+	p := tick.Passage{At: at, EmittedAt: at.Add(time.Millisecond)}
+	if i > 0 {
+		p.Since = at.Add(-time.Minute)
+	}
+	return tick.MinuteHasPassed{Passage: p}
+}
+
+func TestJSONLinesWritesOneObjectPerEvent(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	skipped := tick.TicksSkipped{Unit: tick.Hour, From: minute(0).At, To: minute(0).At.Add(2 * time.Hour), Count: 3, Policy: "skip"}
+	require.NoError(t, sink.NewJSONLines(&out).Publish(context.Background(), minute(0), minute(1), skipped))
+
+	lines := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))
+	require.Len(t, lines, 3)
+	var first, second, third map[string]any
+	require.NoError(t, json.Unmarshal(lines[0], &first))
+	require.NoError(t, json.Unmarshal(lines[1], &second))
+	require.NoError(t, json.Unmarshal(lines[2], &third))
+	require.Equal(t, map[string]any{
+		"type": "MinuteHasPassed", "id": "minute/2026-11-21T12:00:00Z", "unit": "minute",
+		"boundary": "2026-11-21T12:00:00Z", "previous": nil,
+		"emitted_at": "2026-11-21T12:00:00.001Z", "catch_up": false,
+	}, first)
+	require.Equal(t, "2026-11-21T12:00:00Z", second["previous"])
+	require.Equal(t, "TicksSkipped", third["type"])
+	require.EqualValues(t, 3, third["count"])
+}
+
+func TestJSONLinesRejectsForeignValues(t *testing.T) {
+	t.Parallel()
+	err := sink.NewJSONLines(io.Discard).Publish(context.Background(), "not an event")
+	require.ErrorContains(t, err, "string is not a passage-of-time event")
+}
+
+func TestNewWebhookRejectsURLsThatAreNotHTTP(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"", "ftp://example.com/x", "example.com/hook", "http://", "::"} {
+		_, err := sink.NewWebhook(sink.WebhookConfig{URL: u})
+		require.ErrorIs(t, err, sink.ErrBadWebhookURL, "url %q", u)
+	}
+}
+
+// receiver is a webhook endpoint that fails its first failures requests.
+type receiver struct {
+	mu       sync.Mutex
+	failures int
+	secret   []byte
+	got      []string // idempotency keys of accepted requests, in order
+	badSigs  int
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failures > 0 {
+		r.failures--
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+		return
+	}
+	if !sink.Verify(r.secret, body, req.Header.Get(sink.HeaderSignature)) {
+		r.badSigs++
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	var rec sink.Record
+	if err := json.Unmarshal(body, &rec); err != nil || rec.ID != req.Header.Get(sink.HeaderIdempotency) {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	r.got = append(r.got, rec.ID)
+}
+
+func (r *receiver) accepted() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.got...)
+}
+
+func TestWebhookDeliversEveryEventOnceInOrderAfterTheReceiverRecovers(t *testing.T) {
+	t.Parallel()
+	recv := &receiver{failures: 7, secret: []byte("s3cret")}
+	srv := httptest.NewServer(recv)
+	t.Cleanup(srv.Close)
+
+	hook, err := sink.NewWebhook(sink.WebhookConfig{
+		URL: srv.URL, Secret: recv.secret, Attempts: 3,
+		InitialBackoff: time.Microsecond, MaxBackoff: time.Microsecond,
+	})
+	require.NoError(t, err)
+
+	events := []any{minute(0), minute(1), minute(2)}
+	ctx := context.Background()
+	// Like the ticker, offer the same batch again after every failure.
+	var failures int
+	for hook.Publish(ctx, events...) != nil {
+		failures++
+		require.Less(t, failures, 10, "the receiver recovered; delivery must succeed")
+	}
+	require.Equal(t, 2, failures, "7 refusals at 3 attempts per Publish")
+	require.Equal(t, []string{
+		"minute/2026-11-21T12:00:00Z", "minute/2026-11-21T12:01:00Z", "minute/2026-11-21T12:02:00Z",
+	}, recv.accepted())
+	require.Zero(t, recv.badSigs)
+}
+
+func TestWebhookRetriesWithoutResendingWhatTheReceiverAlreadyHas(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var keys []string
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls == 2 { // the second event fails once
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		keys = append(keys, req.Header.Get(sink.HeaderIdempotency))
+	}))
+	t.Cleanup(srv.Close)
+	hook, err := sink.NewWebhook(sink.WebhookConfig{URL: srv.URL, Attempts: 1})
+	require.NoError(t, err)
+
+	ctx := context.Background()
+	require.ErrorContains(t, hook.Publish(ctx, minute(0), minute(1)), "502")
+	require.NoError(t, hook.Publish(ctx, minute(0), minute(1)))
+	require.Equal(t, []string{minute(0).ID(), minute(1).ID()}, keys)
+}
+
+func TestWebhookGivesUpWhenTheContextEnds(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
+	hook, err := sink.NewWebhook(sink.WebhookConfig{URL: srv.URL, Attempts: 100, InitialBackoff: time.Hour})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, hook.Publish(ctx, minute(0)), context.Canceled)
+}
+
+func TestVerify(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"type":"DayHasPassed"}`)
+	sig := sink.Sign([]byte("k"), body)
+	require.True(t, sink.Verify([]byte("k"), body, sig))
+	require.False(t, sink.Verify([]byte("other"), body, sig))
+	require.False(t, sink.Verify([]byte("k"), append(body, ' '), sig))
+	require.False(t, sink.Verify([]byte("k"), body, ""))
+}
+
+func TestMultiTriesEverySinkAndJoinsFailures(t *testing.T) {
+	t.Parallel()
+	var a, b bytes.Buffer
+	failing := sink.NewJSONLines(failingWriter{})
+	err := sink.Multi{sink.NewJSONLines(&a), failing, sink.NewJSONLines(&b)}.Publish(context.Background(), minute(0))
+	require.ErrorContains(t, err, "short write")
+	require.NotEmpty(t, a.String())
+	require.Equal(t, a.String(), b.String())
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, io.ErrShortWrite }

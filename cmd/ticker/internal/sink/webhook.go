@@ -1,0 +1,190 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Header names of a webhook request.
+const (
+	HeaderSignature   = "X-Passage-Signature"
+	HeaderEvent       = "X-Passage-Event"
+	HeaderIdempotency = "Idempotency-Key"
+)
+
+// ErrBadWebhookURL is returned by NewWebhook for a URL that is not absolute
+// http(s).
+var ErrBadWebhookURL = errors.New("sink: webhook URL must be an absolute http:// or https:// URL")
+
+// WebhookConfig configures a Webhook. Zero fields take the defaults given.
+type WebhookConfig struct {
+	// URL receives one POST per event. Required, http or https.
+	URL string
+	// Secret signs every body with HMAC-SHA256. Empty sends no signature.
+	Secret []byte
+	// Client sends the requests. Default: a client with a 10 s timeout.
+	Client *http.Client
+	// Attempts is how many times one event is tried within one Publish
+	// call before Publish gives up and returns the error (the ticker then
+	// offers it again at its next wake-up). Default 5.
+	Attempts int
+	// InitialBackoff is the wait after the first failure, doubled after
+	// each further one up to MaxBackoff. Defaults 200 ms and 10 s.
+	InitialBackoff, MaxBackoff time.Duration
+	// Clock times the backoff. Default: the real clock.
+	Clock clockwork.Clock
+}
+
+// Webhook posts events to one URL, in order, retrying with backoff.
+//
+// It remembers the identity of the last event the receiver acknowledged,
+// so when the ticker offers a batch again after a failure, events the
+// receiver already has are not sent twice by this process.
+type Webhook struct {
+	cfg WebhookConfig
+
+	mu        sync.Mutex
+	delivered map[string]bool // IDs acknowledged in the batch being retried
+}
+
+// NewWebhook checks cfg and returns a Webhook.
+func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: %q", ErrBadWebhookURL, cfg.URL)
+	}
+	if cfg.Attempts < 0 || cfg.InitialBackoff < 0 || cfg.MaxBackoff < 0 {
+		return nil, errors.New("sink: webhook attempts and backoffs must not be negative")
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.Attempts == 0 {
+		cfg.Attempts = 5
+	}
+	if cfg.InitialBackoff == 0 {
+		cfg.InitialBackoff = 200 * time.Millisecond
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = 10 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	return &Webhook{cfg: cfg, delivered: map[string]bool{}}, nil
+}
+
+// URL returns where the webhook posts.
+func (w *Webhook) URL() string { return w.cfg.URL }
+
+// Publish posts the events one by one, in order. It returns at the first
+// event still failing after its attempts, so later events are never
+// delivered before an earlier one.
+func (w *Webhook) Publish(ctx context.Context, events ...any) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, event := range events {
+		body, rec, err := Marshal(event)
+		if err != nil {
+			return err
+		}
+		if w.delivered[rec.ID] {
+			continue
+		}
+		if err := w.deliver(ctx, body, rec); err != nil {
+			return err
+		}
+		w.delivered[rec.ID] = true
+	}
+	// The whole batch is through: the ticker will not offer it again.
+	clear(w.delivered)
+	return nil
+}
+
+func (w *Webhook) deliver(ctx context.Context, body []byte, rec Record) error {
+	backoff := w.cfg.InitialBackoff
+	var last error
+	for attempt := 1; attempt <= w.cfg.Attempts; attempt++ {
+		if last = w.post(ctx, body, rec); last == nil {
+			return nil
+		}
+		if attempt == w.cfg.Attempts {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sink: webhook %s: %s: %w (last error: %v)", w.cfg.URL, rec.ID, ctx.Err(), last)
+		case <-w.cfg.Clock.After(backoff):
+		}
+		backoff = min(2*backoff, w.cfg.MaxBackoff)
+	}
+	return fmt.Errorf("sink: webhook %s: %s: giving up after %d attempts: %w", w.cfg.URL, rec.ID, w.cfg.Attempts, last)
+}
+
+func (w *Webhook) post(ctx context.Context, body []byte, rec Record) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderIdempotency, rec.ID)
+	req.Header.Set(HeaderEvent, rec.Type)
+	if len(w.cfg.Secret) > 0 {
+		req.Header.Set(HeaderSignature, Sign(w.cfg.Secret, body))
+	}
+	resp, err := w.cfg.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("receiver answered %s", resp.Status)
+	}
+	return nil
+}
+
+// Sign returns the X-Passage-Signature value of body: "sha256=" and the hex
+// HMAC-SHA256 of body keyed with secret.
+func Sign(secret, body []byte) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// Verify reports whether signature is body's valid X-Passage-Signature under
+// secret, in constant time.
+func Verify(secret, body []byte, signature string) bool {
+	want := Sign(secret, body)
+	return strings.HasPrefix(signature, "sha256=") && hmac.Equal([]byte(signature), []byte(want))
+}
+
+// Multi publishes to several sinks in turn. Every sink is tried even when
+// one fails; the failures come back joined.
+type Multi []interface {
+	Publish(ctx context.Context, events ...any) error
+}
+
+// Publish implements the ticker's Publisher.
+func (m Multi) Publish(ctx context.Context, events ...any) error {
+	var errs []error
+	for _, s := range m {
+		if err := s.Publish(ctx, events...); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
