@@ -1,0 +1,64 @@
+// Command order runs passage's worked example: an ordering process in which
+// unpaid orders are cancelled automatically when their payment deadline has
+// passed. It tells the story on the terminal, on a fake clock driven minute by
+// minute through a real ticker, bus and database, and ends with a summary.
+//
+//	go run ./example/order [-orders 20] [-paid 0.5] [-seed 1] [-db path-or-postgres-dsn]
+//
+// Without -db it uses a SQLite file in a temporary directory, removed at the
+// end. The library it runs is package
+// github.com/passage-of-time/passage/example/order/ordering.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+
+	"github.com/passage-of-time/passage/example/order/ordering"
+	"github.com/passage-of-time/passage/internal/sqldb"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "order:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	flags := flag.NewFlagSet("order", flag.ContinueOnError)
+	orders := flags.Int("orders", 20, "how many orders are placed")
+	paid := flags.Float64("paid", 0.5, "share of orders paid before their deadline, 0 to 1")
+	seed := flags.Uint64("seed", 1, "seed of the deadlines and payment times")
+	dsn := flags.String("db", "", "SQLite file or postgres:// DSN of an empty database (default: a temporary SQLite file)")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if *dsn == "" {
+		dir, err := os.MkdirTemp("", "passage-order-demo")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = os.RemoveAll(dir) }()
+		*dsn = filepath.Join(dir, "orders.db")
+	}
+	db, err := sqldb.Open(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = db.Close() }()
+	cfg := ordering.DemoConfig{Orders: *orders, PaidShare: *paid, Seed: *seed}
+	if *paid == 0 {
+		cfg.PaidShare = ordering.NoneWillPay
+	}
+	_, err = ordering.RunDemo(ctx, stdout, db.DB, cfg)
+	return err
+}

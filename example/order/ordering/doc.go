@@ -1,0 +1,26 @@
+// Package ordering is passage's worked example: an ordering process in which a
+// client confirms a cart and must pay before a deadline, and an unpaid order
+// is cancelled automatically once the deadline has passed — safely, even when
+// the payment lands at the very last moment.
+//
+// It combines every part of passage:
+//
+//   - the events of an order (OrderInitiated, OrderPaymentRecorded,
+//     OrderCompleted, OrderCancelled) are kept in an [eventstore.Store], one
+//     stream per order;
+//   - the [Order] aggregate folds them ([Evolve]) and takes decisions that
+//     return new events: [Initiate], [Order.RecordPayment], [Order.Complete],
+//     [Order.Cancel] and [Order.TimeOut]; a closed order decides nothing;
+//   - PendingOrders, a to-do list of open orders and their deadlines, is
+//     projected from those events in the transaction that appends them
+//     ([NewPendingOrders]), so it never drifts from the store;
+//   - [HandleCancelOrder] works that list whenever a tick.MinuteHasPassed is
+//     published: each due order is loaded, asked to time out, and the
+//     cancellation appended expecting the version that was loaded. A payment
+//     that wins the race makes the append fail with a version conflict, the
+//     order is loaded again, and being paid it decides nothing.
+//
+// [System] wires all of this on one database and bus, and [RunDemo] tells the
+// story on a terminal: it places orders, pays some, lets time pass on a fake
+// clock through a real tick.Ticker, and sums up what happened.
+package ordering
