@@ -1,0 +1,311 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/passage-of-time/passage/cmd/ticker/internal/cli"
+	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
+	"github.com/passage-of-time/passage/tick"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var start = time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
+
+// lockedBuffer is an io.Writer the command and the test share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// run executes the command line synchronously, as a user would.
+func run(t *testing.T, clock clockwork.Clock, env map[string]string, args ...string) result {
+	t.Helper()
+	var stdout, stderr lockedBuffer
+	code := cli.Main(context.Background(), args, cli.Env{
+		Stdout: &stdout, Stderr: &stderr, Clock: clock,
+		Getenv: func(k string) string { return env[k] },
+	})
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// records decodes JSON lines.
+func records(t *testing.T, out string) []sink.Record {
+	t.Helper()
+	var recs []sink.Record
+	for line := range strings.Lines(out) {
+		var r sink.Record
+		require.NoError(t, json.Unmarshal([]byte(line), &r), "line %q", line)
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+func boundaries(recs []sink.Record) []string {
+	var out []string
+	for _, r := range recs {
+		out = append(out, r.Boundary.UTC().Format("15:04"))
+	}
+	return out
+}
+
+func TestRunPublishesJSONLinesAndSavesTheCursorOnSignal(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(start)
+	db := filepath.Join(t.TempDir(), "passage.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan *tick.Ticker, 1)
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, []string{"run", "--db", db, "--units", "minute"}, cli.Env{
+			Stdout: &stdout, Stderr: &stderr, Clock: clock,
+			Started: func(tk *tick.Ticker) { started <- tk },
+		})
+	}()
+	ticker := <-started
+	for range 3 {
+		require.NoError(t, tick.AdvanceAndWait(ctx, clock, time.Minute, ticker))
+	}
+	cancel() // what SIGINT/SIGTERM do in main
+	require.Equal(t, cli.ExitOK, <-done, stderr.String())
+
+	recs := records(t, stdout.String())
+	require.Equal(t, []string{"12:01", "12:02", "12:03"}, boundaries(recs))
+	for i, r := range recs {
+		require.Equal(t, "MinuteHasPassed", r.Type)
+		require.Equal(t, tick.Minute, r.Unit)
+		require.False(t, r.CatchUp, "emitted on time")
+		if i > 0 {
+			require.Equal(t, *recs[i-1].Boundary, *r.Previous)
+		}
+	}
+
+	status := run(t, clock, nil, "status", "--db", db, "--json")
+	require.Equal(t, cli.ExitOK, status.code, status.stderr)
+	var report struct {
+		Units []struct {
+			Unit   string    `json:"unit"`
+			Cursor time.Time `json:"cursor"`
+		} `json:"units"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(status.stdout), &report))
+	require.Len(t, report.Units, 1)
+	require.Equal(t, "minute", report.Units[0].Unit)
+	require.True(t, report.Units[0].Cursor.Equal(*recs[2].Boundary), "the cursor was saved at the last emitted boundary")
+}
+
+func TestOnceTwiceEmitsExactlyTheBoundariesInBetween(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(start)
+	db := filepath.Join(t.TempDir(), "passage.db")
+	once := func() []sink.Record {
+		r := run(t, clock, nil, "run", "--once", "--db", db, "--units", "minute,hour")
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		return records(t, r.stdout)
+	}
+	first := once()
+	clock.Advance(75 * time.Minute) // 12:00:30 → 13:15:30
+	second := once()
+	third := once()
+
+	seen := map[string]bool{}
+	for _, r := range append(first, second...) {
+		require.False(t, seen[r.ID], "%s emitted twice", r.ID)
+		seen[r.ID] = true
+	}
+	var minutes, hours int
+	for _, r := range second {
+		require.True(t, r.Boundary.After(start) && !r.Boundary.After(clock.Now()), "boundary %s outside (first run, second run]", r.Boundary)
+		switch r.Unit {
+		case tick.Minute:
+			minutes++
+		case tick.Hour:
+			hours++
+		}
+	}
+	require.Equal(t, 75, minutes, "12:01 … 13:15")
+	require.Equal(t, 1, hours, "13:00")
+	require.Empty(t, third, "nothing passed since the second run")
+}
+
+func TestWebhookReceiverThatRecoversGetsEveryEventOnceInOrder(t *testing.T) {
+	t.Parallel()
+	secret := []byte("shared-secret")
+	var mu sync.Mutex
+	refusals := 3
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if refusals > 0 {
+			refusals--
+			http.Error(w, "not yet", http.StatusServiceUnavailable)
+			return
+		}
+		if !sink.Verify(secret, body, r.Header.Get(sink.HeaderSignature)) {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		got = append(got, r.Header.Get(sink.HeaderIdempotency))
+	}))
+	t.Cleanup(srv.Close)
+
+	clock := clockwork.NewFakeClockAt(start)
+	db := filepath.Join(t.TempDir(), "passage.db")
+	env := map[string]string{"HOOK_SECRET": string(secret)}
+	args := []string{"run", "--once", "--db", db, "--units", "minute", "--webhook", srv.URL,
+		"--webhook-secret-env", "HOOK_SECRET", "--webhook-attempts", "2", "--webhook-backoff", "1ms"}
+
+	require.Equal(t, cli.ExitOK, run(t, clock, env, args...).code)
+	clock.Advance(3 * time.Minute)
+	down := run(t, clock, env, args...)
+	require.Equal(t, cli.ExitError, down.code, "two refused attempts fail the run")
+	require.Contains(t, down.stderr, "503")
+	up := run(t, clock, env, args...)
+	require.Equal(t, cli.ExitOK, up.code, up.stderr)
+	require.Empty(t, up.stdout, "with --webhook, stdout carries no events")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{
+		"minute/2026-11-21T12:01:00Z", "minute/2026-11-21T12:02:00Z", "minute/2026-11-21T12:03:00Z",
+	}, got)
+}
+
+func TestUntilBackfillsToAPastInstant(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(start)
+	db := filepath.Join(t.TempDir(), "passage.db")
+	require.Equal(t, cli.ExitOK, run(t, clock, nil, "run", "--once", "--db", db, "--units", "hour").code)
+	clock.Advance(5 * time.Hour)
+	r := run(t, clock, nil, "run", "--db", db, "--units", "hour", "--until", "2026-11-21T15:00:00Z")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Equal(t, []string{"13:00", "14:00", "15:00"}, boundaries(records(t, r.stdout)))
+}
+
+func TestBadInputIsNamedAndFails(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(start)
+	db := filepath.Join(t.TempDir(), "passage.db")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--db", db, "--tz", "Mars/Olympus"}, `--tz "Mars/Olympus"`},
+		{[]string{"run", "--db", db, "--units", "minute,fortnight"}, `"fortnight" is not a unit`},
+		{[]string{"run", "--db", db, "--catch-up", "hour=sometimes"}, `policy "sometimes"`},
+		{[]string{"run", "--db", "mysql://root@localhost/x"}, "--db"},
+		{[]string{"run", "--db", "postgres://u@127.0.0.1:1/x?connect_timeout=2"}, "127.0.0.1:1"},
+		{[]string{"run", "--db", db, "--until", "2030-01-01T00:00:00Z"}, "--until 2030-01-01T00:00:00Z is in the future"},
+		{[]string{"run", "--db", db, "--until", "yesterday"}, `--until "yesterday"`},
+		{[]string{"run", "--db", db, "--webhook", "ftp://example.com/hook"}, `--webhook "ftp://example.com/hook"`},
+		{[]string{"run", "--db", db, "--catch-up-window", "-1h"}, "--catch-up-window"},
+		{[]string{"run", "--db", db, "--http", "9090"}, `--http "9090"`},
+		{[]string{"run", "--nonsense"}, "-nonsense"},
+		{[]string{"status", "--db", db, "--tz", "Nowhere"}, `--tz "Nowhere"`},
+		{[]string{"preview", "--unit", "fortnight"}, `--unit "fortnight"`},
+		{[]string{"preview", "-n", "0"}, "-n 0"},
+		{[]string{"preview", "--from", "soon"}, `--from "soon"`},
+		{[]string{"explode"}, `unknown command "explode"`},
+	}
+	for _, c := range cases {
+		r := run(t, clock, nil, c.args...)
+		require.NotEqual(t, cli.ExitOK, r.code, "%v", c.args)
+		require.Contains(t, r.stderr, c.want, "%v", c.args)
+	}
+}
+
+func TestPreviewShowsTheShortDSTDay(t *testing.T) {
+	t.Parallel()
+	r := run(t, nil, nil, "preview", "--unit", "day", "--tz", "Europe/Warsaw", "--from", "2026-03-28T12:00:00+01:00", "-n", "2")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 4, r.stdout)
+	require.Regexp(t, `^2026-03-29T00:00:00\+01:00\s+Sun\s+23h0m0s\s+UTC offset changes \+01:00 → \+02:00$`, lines[2])
+	require.Regexp(t, `^2026-03-30T00:00:00\+02:00\s+Mon\s+24h0m0s\s*$`, lines[3])
+}
+
+func TestHelpAndVersionExitZero(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-h"}, {"run", "-h"}, {"status", "-h"}, {"preview", "-h"}, {"demo", "-h"}, {"version"}} {
+		r := run(t, nil, nil, args...)
+		require.Equal(t, cli.ExitOK, r.code, "%v: %s", args, r.stderr)
+		require.NotEmpty(t, r.stdout, "%v", args)
+	}
+	require.Equal(t, cli.ExitUsage, run(t, nil, nil).code, "no command is a usage error")
+}
+
+func TestRunServesHealthAndMetrics(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(start)
+	db := filepath.Join(t.TempDir(), "passage.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan *tick.Ticker, 1)
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, []string{"run", "--db", db, "--units", "minute,hour", "--http", "127.0.0.1:0"}, cli.Env{
+			Stdout: &stdout, Stderr: &stderr, Clock: clock,
+			Started: func(tk *tick.Ticker) { started <- tk },
+		})
+	}()
+	ticker := <-started
+	for range 2 {
+		require.NoError(t, tick.AdvanceAndWait(ctx, clock, time.Minute, ticker))
+	}
+
+	_, addr, ok := strings.Cut(stderr.String(), "serving /healthz and /metrics on ")
+	require.True(t, ok, stderr.String())
+	base := strings.TrimSpace(strings.SplitN(addr, "\n", 2)[0])
+	get := func(path string) string {
+		resp, err := http.Get(base + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(body)
+	}
+	require.Equal(t, "ok\n", get("/healthz"))
+	metrics := get("/metrics")
+	emitted := len(records(t, stdout.String()))
+	require.Contains(t, metrics, `passage_ticks_emitted_total{unit="minute"} `+strconv.Itoa(emitted))
+	require.Contains(t, metrics, "# TYPE passage_todo_pending gauge")
+
+	cancel()
+	require.Equal(t, cli.ExitOK, <-done, stderr.String())
+}

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/todolist"
+)
+
+// metrics counts what the ticker does, for the Prometheus text format on
+// /metrics. It is written by the ticker's observer and read by scrapes.
+type metrics struct {
+	mu       sync.Mutex
+	emitted  map[tick.Unit]int64
+	skipped  map[tick.Unit]int64
+	failures map[tick.Unit]int64
+	lagSum   map[tick.Unit]float64
+	lagMax   map[tick.Unit]float64
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		emitted: map[tick.Unit]int64{}, skipped: map[tick.Unit]int64{}, failures: map[tick.Unit]int64{},
+		lagSum: map[tick.Unit]float64{}, lagMax: map[tick.Unit]float64{},
+	}
+}
+
+func (m *metrics) observer() tick.Observer {
+	return tick.Observer{
+		Emitted: func(e tick.Event, lag time.Duration) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			u := e.Unit()
+			m.emitted[u]++
+			m.lagSum[u] += lag.Seconds()
+			m.lagMax[u] = max(m.lagMax[u], lag.Seconds())
+		},
+		Skipped: func(s tick.TicksSkipped) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.skipped[s.Unit] += s.Count
+		},
+		PublishFailed: func(u tick.Unit, _ time.Time, _ error) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.failures[u]++
+		},
+	}
+}
+
+func (m *metrics) handler(db *sqlx.DB, clock clockwork.Clock) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := db.PingContext(r.Context()); err != nil {
+			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		m.write(w)
+		lists, err := todolist.AllStats(r.Context(), db, clock.Now())
+		if err != nil {
+			fmt.Fprintf(w, "# to-do lists unavailable: %v\n", err)
+			return
+		}
+		writeListMetrics(w, lists)
+	})
+	return mux
+}
+
+func (m *metrics) write(w http.ResponseWriter) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	series := []struct {
+		name, help, kind string
+		values           map[tick.Unit]float64
+	}{
+		{"passage_ticks_emitted_total", "Boundaries published.", "counter", floats(m.emitted)},
+		{"passage_ticks_skipped_total", "Boundaries a catch-up policy did not emit (reported as TicksSkipped).", "counter", floats(m.skipped)},
+		{"passage_publish_failures_total", "Failed publish attempts; the boundary is retried at the next wake-up.", "counter", floats(m.failures)},
+		{"passage_emission_lag_seconds_sum", "Sum of the delays between a boundary and its publication.", "counter", m.lagSum},
+		{"passage_emission_lag_seconds_max", "Largest delay between a boundary and its publication.", "gauge", m.lagMax},
+	}
+	for _, s := range series {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", s.name, s.help, s.name, s.kind)
+		for _, u := range sortedUnits(s.values) {
+			fmt.Fprintf(w, "%s{unit=%q} %g\n", s.name, u, s.values[u])
+		}
+	}
+}
+
+func writeListMetrics(w http.ResponseWriter, lists []todolist.ListStats) {
+	gauges := []struct {
+		name, help string
+		value      func(todolist.Stats) float64
+	}{
+		{"passage_todo_pending", "Items waiting on a to-do list (not parked).", func(s todolist.Stats) float64 { return float64(s.Pending) }},
+		{"passage_todo_due", "Pending items whose due time has come.", func(s todolist.Stats) float64 { return float64(s.Due) }},
+		{"passage_todo_parked", "Items parked after too many failed attempts.", func(s todolist.Stats) float64 { return float64(s.Parked) }},
+	}
+	for _, g := range gauges {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n", g.name, g.help, g.name)
+		for _, l := range lists {
+			fmt.Fprintf(w, "%s{list=%q} %g\n", g.name, l.Name, g.value(l.Stats))
+		}
+	}
+}
+
+func floats(m map[tick.Unit]int64) map[tick.Unit]float64 {
+	out := make(map[tick.Unit]float64, len(m))
+	for k, v := range m {
+		out[k] = float64(v)
+	}
+	return out
+}
+
+func sortedUnits(m map[tick.Unit]float64) []tick.Unit {
+	units := make([]tick.Unit, 0, len(m))
+	for u := range m {
+		units = append(units, u)
+	}
+	sort.Slice(units, func(i, j int) bool { return units[i] < units[j] })
+	return units
+}
