@@ -1,0 +1,10 @@
+package ordering
+
+import "context"
+
+// SetBeforeDecide makes s's timeout handler call f after it loaded an order
+// and before the order decides, on the first attempt, so tests can commit a
+// payment exactly between the handler's load and its append.
+func SetBeforeDecide(s *System, f func(ctx context.Context, orderID string) error) {
+	s.cancel.beforeDecide = f
+}

@@ -1,0 +1,159 @@
+package ordering_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/example/order/ordering"
+	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/tick"
+)
+
+// forEachBackend runs test on SQLite, and on PostgreSQL when configured.
+func forEachBackend(t *testing.T, test func(t *testing.T, backend sqldbtest.Backend)) {
+	t.Helper()
+	for _, backend := range sqldbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			t.Parallel()
+			test(t, backend)
+		})
+	}
+}
+
+func TestUnpaidOrderIsCancelledAtTheFirstMinuteBoundaryAfterItsDeadline(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, backend sqldbtest.Backend) {
+		e := setup(t, backend)
+		id := e.place(t, 14*time.Minute+30*time.Second) // due 09:14:30
+		require.True(t, e.onList(t, id))
+
+		e.pass(t, 14*time.Minute)
+		o, err := e.sys.Order(context.Background(), id)
+		require.NoError(t, err)
+		require.Equal(t, ordering.StatusAwaitingPayment, o.Status, "09:14 is before the deadline")
+		require.True(t, e.onList(t, id))
+
+		e.pass(t, time.Minute)
+		o, err = e.sys.Order(context.Background(), id)
+		require.NoError(t, err)
+		require.Equal(t, ordering.StatusCancelled, o.Status)
+		evs := e.events(t, id)
+		require.Len(t, evs, 2)
+		require.Equal(t, ordering.OrderCancelled{
+			OrderID: id, Reason: ordering.ReasonTimedOut, CancelledAt: start.Add(15 * time.Minute),
+		}, evs[1])
+		require.False(t, e.onList(t, id), "a cancelled order leaves PendingOrders")
+
+		e.pass(t, 10*time.Minute)
+		require.Len(t, e.events(t, id), 2, "later ticks cancel nothing more")
+		require.Equal(t, ordering.Stats{TimedOut: 1}, e.sys.Stats())
+		e.requireNoFailures(t)
+	})
+}
+
+func TestPaidOrderIsNeverCancelled(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, backend sqldbtest.Backend) {
+		e := setup(t, backend)
+		completed := e.place(t, 5*time.Minute)
+		paidOnly := e.place(t, 5*time.Minute)
+		e.pass(t, 4*time.Minute)
+		e.payAndComplete(t, completed)
+		_, err := e.sys.Pay(context.Background(), paidOnly, 2500)
+		require.NoError(t, err)
+		require.False(t, e.onList(t, completed), "a completed order leaves PendingOrders")
+
+		e.pass(t, time.Hour)
+
+		evs := e.events(t, completed)
+		require.Len(t, evs, 3)
+		require.IsType(t, ordering.OrderCompleted{}, evs[2])
+		o, err := e.sys.Order(context.Background(), paidOnly)
+		require.NoError(t, err)
+		require.Equal(t, ordering.StatusPaid, o.Status, "a paid order awaiting completion does not time out")
+		require.Len(t, e.events(t, paidOnly), 2)
+		require.False(t, e.onList(t, paidOnly), "its timeout decided nothing, so the to-do item is done")
+		require.Equal(t, ordering.Stats{Untouched: 1}, e.sys.Stats())
+		e.requireNoFailures(t)
+	})
+}
+
+// The payment and completion commit after the handler loaded the unpaid order
+// and before it appends the cancellation: the append loses on the expected
+// version, the handler reloads, and the completed order decides nothing.
+func TestCompletionRacingTheTimeoutEndsWithOneClosingEvent(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, backend sqldbtest.Backend) {
+		e := setup(t, backend)
+		id := e.place(t, 2*time.Minute)
+		raced := 0
+		ordering.SetBeforeDecide(e.sys, func(ctx context.Context, orderID string) error {
+			raced++
+			return payAndComplete(ctx, e.sys, orderID)
+		})
+
+		e.pass(t, 3*time.Minute)
+
+		require.Equal(t, 1, raced)
+		evs := e.events(t, id)
+		completed, cancelled := closings(evs)
+		require.Len(t, completed, 1)
+		require.Empty(t, cancelled)
+		require.Len(t, evs, 3, "initiated, payment, completion")
+		require.False(t, e.onList(t, id))
+		require.Equal(t, ordering.Stats{Untouched: 1, Conflicts: 1}, e.sys.Stats())
+		e.requireNoFailures(t)
+	})
+}
+
+func TestTickerDownForAnHourCatchesUpAndCancelsEachTimedOutOrderOnce(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, backend sqldbtest.Backend) {
+		ctx := context.Background()
+		e := setup(t, backend)
+		var unpaid []string
+		for _, timeout := range []time.Duration{5, 15, 25, 35, 45, 55} {
+			unpaid = append(unpaid, e.place(t, timeout*time.Minute))
+		}
+		paid := unpaid[1]
+		unpaid = append(unpaid[:1], unpaid[2:]...)
+		later := e.place(t, 90*time.Minute)
+		e.pass(t, time.Minute)
+		e.payAndComplete(t, paid)
+
+		// The process dies at 09:01 and comes back at 10:01.
+		require.NoError(t, e.ticker.Stop(ctx))
+		e.clock.Advance(time.Hour)
+		for _, id := range unpaid {
+			require.Len(t, e.events(t, id), 1, "nothing cancels while the ticker is down")
+		}
+		e.startTicker(t, tick.WithCatchUp(tick.Minute, tick.All{Window: 2 * time.Hour, Max: 1000}))
+		require.NoError(t, tick.AdvanceAndWait(ctx, e.clock, 0, e.ticker))
+		require.EqualValues(t, 60, e.ticker.Stats().Emitted, "the missed minutes 09:02..10:01 are caught up")
+
+		// The same minutes published again, as a second replica or a replayed
+		// tick would: nothing happens twice.
+		for m := time.Duration(1); m <= 61; m++ {
+			require.NoError(t, e.sys.Bus().Publish(ctx, tick.MinuteHasPassed{Passage: tick.Passage{At: start.Add(m * time.Minute)}}))
+		}
+		e.pass(t, 5*time.Minute)
+
+		for _, id := range unpaid {
+			_, cancelled := closings(e.events(t, id))
+			require.Len(t, cancelled, 1, "order %s", id)
+			require.Equal(t, ordering.ReasonTimedOut, cancelled[0].Reason)
+			require.Equal(t, start.Add(61*time.Minute), cancelled[0].CancelledAt, "cancelled at the restart")
+			require.False(t, e.onList(t, id))
+		}
+		completed, cancelled := closings(e.events(t, paid))
+		require.Len(t, completed, 1)
+		require.Empty(t, cancelled)
+		require.Len(t, e.events(t, later), 1, "an order due later is left alone")
+		require.True(t, e.onList(t, later))
+		require.Equal(t, ordering.Stats{TimedOut: int64(len(unpaid))}, e.sys.Stats())
+		e.requireNoFailures(t)
+	})
+}
