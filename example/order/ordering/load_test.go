@@ -1,0 +1,246 @@
+package ordering_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/eventstore"
+	"github.com/passage-of-time/passage/example/order/ordering"
+	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/todolist"
+)
+
+// placeChunk is how many orders one PlaceAll transaction places in a load.
+const placeChunk = 1000
+
+// load is a population of orders placed at the start, with random deadlines
+// within the hour, half of them paid and completed.
+type load struct {
+	ids      []string
+	paid     map[string]bool
+	timeouts []time.Duration
+	last     time.Time // the latest deadline
+
+	placed, payed time.Duration // how long placing and paying took
+}
+
+func (l load) unpaid() int { return len(l.ids) - len(l.paid) }
+
+// placeLoad places n orders in transactions of placeChunk and pays (and
+// completes) half of them, each in its own commands as clients would.
+func placeLoad(tb testing.TB, e *env, n int, seed uint64) load {
+	tb.Helper()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(seed, 42))
+	l := load{paid: make(map[string]bool, n/2), timeouts: make([]time.Duration, n)}
+	began := time.Now()
+	for from := 0; from < n; from += placeChunk {
+		batch := make([]ordering.NewOrder, min(placeChunk, n-from))
+		for i := range batch {
+			timeout := time.Minute + time.Duration(rng.Int64N(int64(59*time.Minute/time.Second)))*time.Second
+			l.timeouts[from+i] = timeout
+			if deadline := start.Add(timeout); deadline.After(l.last) {
+				l.last = deadline
+			}
+			batch[i] = ordering.NewOrder{
+				ClientID: fmt.Sprintf("client-%d", from+i),
+				Items:    []ordering.PricedItem{{ProductID: "coffee", Quantity: 1 + rng.IntN(3), UnitPrice: 1250}},
+				Timeout:  timeout,
+			}
+		}
+		ids, err := e.sys.PlaceAll(ctx, batch)
+		require.NoError(tb, err)
+		l.ids = append(l.ids, ids...)
+	}
+	paying := make([]string, 0, n/2)
+	for _, i := range rng.Perm(n)[:n/2] {
+		paying = append(paying, l.ids[i])
+		l.paid[l.ids[i]] = true
+	}
+	l.placed = time.Since(began)
+	began = time.Now()
+	payInTransactions(tb, e, paying)
+	l.payed = time.Since(began)
+	return l
+}
+
+// payInTransactions pays and completes each order of ids as
+// System.Pay and System.Complete would — the aggregate decides, the append
+// expects the version loaded — but appends placeChunk orders per transaction
+// with AppendTx, so a large load is paid in seconds rather than minutes.
+func payInTransactions(tb testing.TB, e *env, ids []string) {
+	tb.Helper()
+	ctx := context.Background()
+	store := e.sys.Store()
+	for from := 0; from < len(ids); from += placeChunk {
+		tx, err := e.db.BeginTxx(ctx, nil)
+		require.NoError(tb, err)
+		var recorded []eventstore.Recorded
+		for _, id := range ids[from:min(from+placeChunk, len(ids))] {
+			o, version, err := eventstore.Get(ctx, store, ordering.StreamOf(id), ordering.Order{}, ordering.Evolve)
+			require.NoError(tb, err)
+			paid, err := o.RecordPayment(o.Total-o.Paid, e.clock.Now())
+			require.NoError(tb, err)
+			completed, err := ordering.Evolve(o, paid[0]).Complete(e.clock.Now())
+			require.NoError(tb, err)
+			res, err := store.AppendTx(ctx, tx, ordering.StreamOf(id), eventstore.Exact(version), append(paid, completed...)...)
+			require.NoError(tb, err)
+			recorded = append(recorded, res.Recorded...)
+		}
+		require.NoError(tb, tx.Commit())
+		require.NoError(tb, store.Publish(ctx, recorded))
+	}
+}
+
+// passDeadlines lets time pass a minute at a time until every deadline of l
+// is behind the last tick.
+func passDeadlines(tb testing.TB, e *env, l load) {
+	tb.Helper()
+	end := tick.Next(tick.Minute, l.last, time.UTC)
+	e.pass(tb, end.Sub(e.clock.Now()))
+}
+
+// verifyLoad reads every order's stream: each unpaid order was cancelled for
+// its timeout exactly once, at the first minute boundary after its deadline,
+// and no paid order was cancelled.
+func verifyLoad(tb testing.TB, e *env, l load) {
+	tb.Helper()
+	for i, id := range l.ids {
+		completed, cancelled := closings(events(tb, e.sys, id))
+		if l.paid[id] {
+			require.Len(tb, completed, 1, "paid order %s", id)
+			require.Empty(tb, cancelled, "paid order %s", id)
+			continue
+		}
+		require.Empty(tb, completed, "unpaid order %s", id)
+		require.Len(tb, cancelled, 1, "unpaid order %s", id)
+		require.Equal(tb, ordering.ReasonTimedOut, cancelled[0].Reason)
+		require.Equal(tb, tick.Next(tick.Minute, start.Add(l.timeouts[i]-time.Nanosecond), time.UTC), cancelled[0].CancelledAt, "unpaid order %s", id)
+	}
+	stats, err := e.sys.Pending().Stats(context.Background(), e.clock.Now())
+	require.NoError(tb, err)
+	require.Zero(tb, stats.Pending, "PendingOrders is empty")
+	require.Equal(tb, ordering.Stats{TimedOut: int64(l.unpaid())}, e.sys.Stats())
+	e.requireNoFailures(tb)
+}
+
+func TestManyOrdersTimeOutExactlyOnce(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, backend sqldbtest.Backend) {
+		e := setup(t, backend)
+		l := placeLoad(t, e, 400, 7)
+		passDeadlines(t, e, l)
+		verifyLoad(t, e, l)
+	})
+}
+
+// BenchmarkTimeouts is the load test: orders with random deadlines within
+// the hour, half of them paid, then time passes minute by minute through the
+// ticker, bus and to-do list processor until every deadline is behind. Only
+// passing time is timed; the result is checked by reading the event store.
+// It reports unpaid orders timed out per second next to the floor: the same
+// cancellations done by raw SQL on the same tables (select a batch of due
+// IDs, insert a cancellation event and delete the to-do row for each, one
+// transaction per batch).
+func BenchmarkTimeouts(b *testing.B) {
+	for _, backend := range sqldbtest.Backends() {
+		for _, n := range []int{1_000, 100_000} {
+			b.Run(fmt.Sprintf("%s/orders=%d", backend.Name, n), func(b *testing.B) {
+				var timedOut int
+				var placing, paying, passing, floor time.Duration
+				for i := range b.N {
+					b.StopTimer()
+					e := setup(b, backend)
+					l := placeLoad(b, e, n, uint64(i+1))
+					placing += l.placed
+					paying += l.payed
+
+					b.StartTimer()
+					began := time.Now()
+					passDeadlines(b, e, l)
+					passing += time.Since(began)
+					b.StopTimer()
+
+					verifyLoad(b, e, l)
+					timedOut += l.unpaid()
+					floor += rawCancelFloor(b, backend, l.unpaid())
+					b.StartTimer()
+				}
+				handler := float64(timedOut) / passing.Seconds()
+				raw := float64(timedOut) / floor.Seconds()
+				b.ReportMetric(handler, "timeouts/s")
+				b.ReportMetric(raw, "floor-timeouts/s")
+				b.ReportMetric(raw/handler, "x-floor")
+				b.ReportMetric(float64(n*b.N)/placing.Seconds(), "placed/s")
+				b.ReportMetric(float64(n/2*b.N)/paying.Seconds(), "paid/s")
+			})
+		}
+	}
+}
+
+// rawCancelFloor times cancelling n due orders with plain SQL on a fresh
+// database holding the same tables and rows (an initiated event per order and
+// its to-do item), and returns how long the cancelling took.
+func rawCancelFloor(b *testing.B, backend sqldbtest.Backend, n int) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	db, _ := backend.Open(b)
+	_, err := eventstore.Open(ctx, db.DB, eventstore.NewRegistry())
+	require.NoError(b, err)
+	_, err = todolist.Open(ctx, db.DB, ordering.DefaultListName)
+	require.NoError(b, err)
+
+	insertEvent := db.Rebind(`INSERT INTO eventstore_events (stream, version, type, data, recorded_at) VALUES (?, ?, ?, ?, ?)`)
+	insertItem := db.Rebind(`INSERT INTO todolist_items (list, id, due, run_at) VALUES (?, ?, ?, ?)`)
+	selectDue := db.Rebind(`SELECT id FROM todolist_items WHERE list = ? AND parked = 0 AND run_at <= ? ORDER BY run_at, id LIMIT ?`)
+	deleteItem := db.Rebind(`DELETE FROM todolist_items WHERE list = ? AND id = ?`)
+
+	ids := make([]string, n)
+	for from := 0; from < n; from += placeChunk {
+		tx, err := db.BeginTxx(ctx, nil)
+		require.NoError(b, err)
+		for i := from; i < min(from+placeChunk, n); i++ {
+			ids[i] = fmt.Sprintf("%08d", i)
+			due := start.Add(time.Duration(i%3600) * time.Second)
+			data, _ := json.Marshal(ordering.OrderInitiated{OrderID: ids[i], ClientID: "c", TimeoutAfter: due})
+			_, err = tx.ExecContext(ctx, insertEvent, ordering.StreamOf(ids[i]), 1, ordering.EventOrderInitiated, string(data), sqldb.EncodeTime(start))
+			require.NoError(b, err)
+			_, err = tx.ExecContext(ctx, insertItem, ordering.DefaultListName, ids[i], sqldb.EncodeTime(due), sqldb.EncodeTime(due))
+			require.NoError(b, err)
+		}
+		require.NoError(b, tx.Commit())
+	}
+
+	now := start.Add(time.Hour)
+	began := time.Now()
+	cancelled := 0
+	for {
+		tx, err := db.BeginTxx(ctx, nil)
+		require.NoError(b, err)
+		var due []string
+		require.NoError(b, tx.SelectContext(ctx, &due, selectDue, ordering.DefaultListName, sqldb.EncodeTime(now), todolist.DefaultBatchSize))
+		for _, id := range due {
+			data, _ := json.Marshal(ordering.OrderCancelled{OrderID: id, Reason: ordering.ReasonTimedOut, CancelledAt: now})
+			_, err = tx.ExecContext(ctx, insertEvent, ordering.StreamOf(id), 2, ordering.EventOrderCancelled, string(data), sqldb.EncodeTime(now))
+			require.NoError(b, err)
+			_, err = tx.ExecContext(ctx, deleteItem, ordering.DefaultListName, id)
+			require.NoError(b, err)
+		}
+		require.NoError(b, tx.Commit())
+		cancelled += len(due)
+		if len(due) == 0 {
+			break
+		}
+	}
+	elapsed := time.Since(began)
+	require.Equal(b, n, cancelled)
+	return elapsed
+}
