@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -137,9 +138,12 @@ type demo struct {
 	completed  int
 	cancelled  int
 	lastMoment int
-	minute     struct{ paid, completed, cancelled, lastMoment int }
+	minute     demoCounts // what happened since the last report
 	pending    int
 }
+
+// demoCounts counts what happened in a minute of the story.
+type demoCounts struct{ paid, completed, cancelled, lastMoment int }
 
 // plannedOrder is an order of the story and what its client will do.
 type plannedOrder struct {
@@ -360,18 +364,33 @@ func (d *demo) report(ctx context.Context) error {
 	}
 	d.mu.Lock()
 	m := d.minute
-	d.minute = struct{ paid, completed, cancelled, lastMoment int }{}
+	d.minute = demoCounts{}
 	d.pending = stats.Pending
 	d.mu.Unlock()
-	if m.paid == 0 && m.cancelled == 0 {
+	var parts []string
+	if n := m.paid - m.lastMoment; n > 0 {
+		parts = append(parts, fmt.Sprintf("%s paid and completed", orders(n)))
+	}
+	if m.lastMoment > 0 {
+		parts = append(parts, fmt.Sprintf("%s paid at the last moment, while being timed out: the cancellation lost the race, was decided again and dropped", orders(m.lastMoment)))
+	}
+	if m.cancelled > 0 {
+		parts = append(parts, fmt.Sprintf("%s timed out and cancelled", orders(m.cancelled)))
+	}
+	if len(parts) == 0 {
 		return nil
 	}
-	line := fmt.Sprintf("%s  paid %d, cancelled (timed out) %d", d.stamp(), m.paid, m.cancelled)
-	if m.lastMoment > 0 {
-		line += fmt.Sprintf("; %d paid while being cancelled: the payment won, the cancellation was decided again and dropped", m.lastMoment)
-	}
-	d.printf("%s; %d orders still pending.\n", line, stats.Pending)
+	line := d.stamp() + "  " + strings.Join(parts, "; ")
+	d.printf("%s; %d still pending.\n", line, stats.Pending)
 	return nil
+}
+
+// orders says "1 order" or "n orders".
+func orders(n int) string {
+	if n == 1 {
+		return "1 order"
+	}
+	return fmt.Sprintf("%d orders", n)
 }
 
 func (d *demo) summary() Summary {
