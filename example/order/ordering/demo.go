@@ -170,6 +170,29 @@ func (d *demo) run(ctx context.Context, db *sqlx.DB) (err error) {
 		}
 	}()
 
+	plan, err := d.place(ctx)
+	if err != nil {
+		return err
+	}
+	lastMoment := make(map[string]bool)
+	for _, o := range plan {
+		if o.lastMoment {
+			lastMoment[o.id] = true
+		}
+	}
+	// Staged last-moment payments: the client pays after the handler loaded
+	// the order and before it appends the cancellation. Set before the
+	// ticker starts, so no handler runs while it is being set.
+	sys.cancel.beforeDecide = func(ctx context.Context, orderID string) error {
+		if !lastMoment[orderID] {
+			return nil
+		}
+		d.mu.Lock()
+		d.lastMoment++
+		d.minute.lastMoment++
+		d.mu.Unlock()
+		return d.payAndComplete(ctx, orderID)
+	}
 	store, err := tick.NewSQLStore(ctx, db)
 	if err != nil {
 		return fmt.Errorf("ordering: demo: %w", err)
@@ -183,28 +206,6 @@ func (d *demo) run(ctx context.Context, db *sqlx.DB) (err error) {
 	}
 	defer func() { err = errors.Join(err, ticker.Stop(context.WithoutCancel(ctx))) }()
 
-	plan, err := d.place(ctx)
-	if err != nil {
-		return err
-	}
-	lastMoment := make(map[string]bool)
-	for _, o := range plan {
-		if o.lastMoment {
-			lastMoment[o.id] = true
-		}
-	}
-	// Staged last-moment payments: the client pays after the handler loaded
-	// the order and before it appends the cancellation.
-	sys.cancel.beforeDecide = func(ctx context.Context, orderID string) error {
-		if !lastMoment[orderID] {
-			return nil
-		}
-		d.mu.Lock()
-		d.lastMoment++
-		d.minute.lastMoment++
-		d.mu.Unlock()
-		return d.payAndComplete(ctx, orderID)
-	}
 	return d.passTime(ctx, ticker, plan)
 }
 
@@ -221,6 +222,13 @@ func (d *demo) listen(b *bus.Bus) ([]*bus.Subscription, error) {
 		func() (*bus.Subscription, error) {
 			return bus.Subscribe(b, func(_ context.Context, e OrderInitiated) error {
 				count(func() { d.placed++ })
+				return nil
+			})
+		},
+		func() (*bus.Subscription, error) {
+			// Every client of the story pays in full at once.
+			return bus.Subscribe(b, func(_ context.Context, e OrderPaymentRecorded) error {
+				count(func() { d.paid++; d.minute.paid++ })
 				return nil
 			})
 		},
@@ -348,10 +356,6 @@ func (d *demo) payAndComplete(ctx context.Context, id string) error {
 	if _, err := d.sys.Pay(ctx, id, o.Total-o.Paid); err != nil {
 		return err
 	}
-	d.mu.Lock()
-	d.paid++
-	d.minute.paid++
-	d.mu.Unlock()
 	_, err = d.sys.Complete(ctx, id)
 	return err
 }
