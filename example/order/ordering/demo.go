@@ -18,9 +18,12 @@ import (
 	"github.com/passage-of-time/passage/tick"
 )
 
-// DemoStart is when the demo's fake clock starts unless DemoConfig.Clock is
-// given: a Sunday morning, 09:00 UTC.
-var DemoStart = time.Date(2026, 3, 29, 9, 0, 0, 0, time.UTC)
+// demoStart is when the demo's fake clock starts unless DemoConfig.Clock is
+// given: a Sunday morning, 09:00 UTC, so the story reads the same every time.
+var demoStart = time.Date(2026, 3, 29, 9, 0, 0, 0, time.UTC)
+
+// DemoMaxOrders bounds DemoConfig.Orders.
+const DemoMaxOrders = 1_000_000
 
 // Limits of the demo's timeouts: each order gets a payment deadline between
 // demoMinTimeout and demoMaxTimeout after it is placed.
@@ -30,8 +33,6 @@ const (
 	// Every demoLastMomentEvery-th paying client pays at the very last
 	// moment: while the timeout handler is deciding to cancel the order.
 	demoLastMomentEvery = 5
-	// DemoMaxOrders bounds DemoConfig.Orders.
-	DemoMaxOrders = 1_000_000
 )
 
 // DemoConfig configures [RunDemo]. The zero value runs the default story.
@@ -45,7 +46,8 @@ type DemoConfig struct {
 	PaidShare float64
 	// Seed makes the deadlines and payment times reproducible; default 1.
 	Seed uint64
-	// Clock is the fake clock time passes on; default one at DemoStart.
+	// Clock is the fake clock time passes on; default one at 09:00 UTC on
+	// 29 March 2026.
 	// The demo advances it minute by minute through a real tick.Ticker.
 	Clock *clockwork.FakeClock
 }
@@ -118,7 +120,7 @@ func (c DemoConfig) withDefaults() (DemoConfig, error) {
 		c.Seed = 1
 	}
 	if c.Clock == nil {
-		c.Clock = clockwork.NewFakeClockAt(DemoStart)
+		c.Clock = clockwork.NewFakeClockAt(demoStart)
 	}
 	return c, nil
 }
