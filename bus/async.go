@@ -45,14 +45,23 @@ type queue[E any] struct {
 	closed  bool
 	running int
 	exited  chan struct{}
-	// abandoned is set by Close when its context ends: workers stop
-	// running handlers and report the events they still hold.
-	abandoned atomic.Bool
+	// abandoned is set by Close when its context ends: workers take no
+	// more events, and report those they hold (see worker).
+	abandoned bool
+	workers   []*worker
 
-	fifo  ring[E]                  // unkeyed
-	keys  map[string]*keyQueue[E]  // keyed: keys with queued or running events
-	ready ring[*keyQueue[E]]       // keyed: keys waiting for a worker
-	spare []*keyQueue[E]           // keyed: idle key queues for reuse
+	fifo  ring[E]                 // unkeyed
+	keys  map[string]*keyQueue[E] // keyed: keys with queued or running events
+	ready ring[*keyQueue[E]]      // keyed: keys waiting for a worker
+	spare []*keyQueue[E]          // keyed: idle key queues for reuse
+}
+
+// worker is what abandon needs to know of a worker: how many events of the
+// batch it holds it has not started. Each event is claimed exactly once,
+// by the worker decrementing the count to run it or by abandon swapping it
+// to zero to count it as abandoned, so the count Close reports is exact.
+type worker struct {
+	unclaimed atomic.Int64
 }
 
 // keyQueue holds one key's events. scheduled is true while the key is in
@@ -76,7 +85,9 @@ func newQueue[E any](s *subscription, handler func(context.Context, E) error, ch
 		q.keys = make(map[string]*keyQueue[E])
 	}
 	for range workers {
-		go q.work()
+		w := &worker{}
+		q.workers = append(q.workers, w)
+		go q.work(w)
 	}
 	return q
 }
@@ -167,16 +178,16 @@ func (q *queue[E]) emptyLocked() bool {
 	return q.ready.len() == 0
 }
 
-func (q *queue[E]) work() {
+func (q *queue[E]) work(w *worker) {
 	var batch []E
 	q.mu.Lock()
 	for {
-		for q.emptyLocked() && !q.closed && !q.abandoned.Load() {
+		for q.emptyLocked() && !q.closed && !q.abandoned {
 			q.idle++
 			q.wake.Wait()
 			q.idle--
 		}
-		if q.emptyLocked() || q.abandoned.Load() {
+		if q.emptyLocked() || q.abandoned {
 			break
 		}
 		var kq *keyQueue[E]
@@ -189,12 +200,13 @@ func (q *queue[E]) work() {
 			batch, kq.events = kq.events, batch[:0]
 		}
 		q.pending -= len(batch)
+		w.unclaimed.Store(int64(len(batch)))
 		if q.space != nil {
 			close(q.space)
 			q.space = nil
 		}
 		q.mu.Unlock()
-		q.runBatch(batch)
+		q.runBatch(w, batch)
 		clear(batch)
 		q.mu.Lock()
 		if kq != nil {
@@ -229,9 +241,9 @@ func (q *queue[E]) doneWithKeyLocked(kq *keyQueue[E]) {
 	}
 }
 
-func (q *queue[E]) runBatch(batch []E) {
+func (q *queue[E]) runBatch(w *worker, batch []E) {
 	for i, event := range batch {
-		if q.abandoned.Load() {
+		if w.unclaimed.Add(-1) < 0 {
 			for _, event := range batch[i:] {
 				q.report(event, ErrAbandoned)
 			}
@@ -301,8 +313,12 @@ func (q *queue[E]) close() {
 
 func (q *queue[E]) abandon() int {
 	q.mu.Lock()
-	q.abandoned.Store(true)
+	q.abandoned = true
 	q.wake.Broadcast()
+	held := 0
+	for _, w := range q.workers {
+		held += int(w.unclaimed.Swap(0))
+	}
 	var left []E
 	if q.key == nil {
 		left = q.fifo.popInto(nil, q.fifo.len())
@@ -320,7 +336,7 @@ func (q *queue[E]) abandon() int {
 	for _, event := range left {
 		q.report(event, ErrAbandoned)
 	}
-	return len(left)
+	return held + len(left)
 }
 
 func (q *queue[E]) done() <-chan struct{} { return q.exited }

@@ -81,7 +81,8 @@ func deliver[E any](ctx context.Context, b *Bus, rt *route, event E, errs []erro
 // it records the panic as that handler's error and returns the index after
 // it, for deliver to carry on: one deferred recover guards the whole loop,
 // where one per handler would cost a recover call each.
-func deliverFrom[E any](ctx context.Context, b *Bus, rt *route, event E, from int, errs []error) (next int, _ []error) {
+func deliverFrom[E any](ctx context.Context, b *Bus, rt *route, event E, from int, failures []error) (next int, errs []error) {
+	errs = failures
 	i := from
 	var start time.Time
 	returned := false
