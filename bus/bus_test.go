@@ -12,6 +12,11 @@ import (
 	"github.com/passage-of-time/passage/bus"
 )
 
+// The ticker publishes through this interface, which *bus.Bus must satisfy.
+var _ interface {
+	Publish(ctx context.Context, events ...any) error
+} = (*bus.Bus)(nil)
+
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
