@@ -84,7 +84,8 @@ func New(opts ...Option) (*Bus, error) {
 // with, stops them from starting on further events, reports each event left
 // unhandled to the dead-letter callback (or logger) with ErrAbandoned, and
 // returns an error wrapping ctx.Err() that says how many were left. Close may
-// be called more than once; later calls wait for the same drain.
+// be called more than once; later calls wait for the same drain. An
+// asynchronous handler must not call Close: it would wait for itself.
 func (b *Bus) Close(ctx context.Context) error {
 	b.mu.Lock()
 	if r := b.routing.Load(); !r.closed {

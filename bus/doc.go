@@ -46,7 +46,7 @@
 //
 // Close stops the bus from accepting events and subscriptions and waits
 // until every queued event was handled. If its context ends first, the
-// events still queued are reported with ErrAbandoned — counted in Close's
+// events not yet started are reported with ErrAbandoned — counted in Close's
 // error, and each handed to the dead-letter callback or the logger.
 //
 // # Middleware

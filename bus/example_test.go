@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 
 	"github.com/passage-of-time/passage/bus"
 )
@@ -51,4 +54,53 @@ func Example() {
 	// error: bus: handler "cancel" on bus_test.OrderTimedOut: order already paid
 	// audit: payment arrived
 	// error: <nil>
+}
+
+// Asynchronous, keyed delivery: each order's events run one at a time and
+// in order, different orders in parallel on the four workers.
+func ExampleKeyBy() {
+	b, err := bus.New()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var mu sync.Mutex
+	seen := map[string][]int{}
+	_, err = bus.Subscribe(b, func(_ context.Context, e Step) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[e.OrderID] = append(seen[e.OrderID], e.N)
+		return nil
+	}, bus.Async(4, 100), bus.KeyBy(func(e Step) string { return e.OrderID }))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	ctx := context.Background()
+	for n := 1; n <= 3; n++ {
+		for _, id := range []string{"o-1", "o-2", "o-3"} {
+			if err := bus.PublishEvent(ctx, b, Step{OrderID: id, N: n}); err != nil {
+				fmt.Println(err)
+			}
+		}
+	}
+	// Close waits until every queued event was handled.
+	if err := b.Close(ctx); err != nil {
+		fmt.Println(err)
+	}
+	for _, id := range slices.Sorted(maps.Keys(seen)) {
+		fmt.Println(id, seen[id])
+	}
+
+	// Output:
+	// o-1 [1 2 3]
+	// o-2 [1 2 3]
+	// o-3 [1 2 3]
+}
+
+// Step is one step of an order's life.
+type Step struct {
+	OrderID string
+	N       int
 }
