@@ -23,10 +23,11 @@ import (
 func AdvanceAndWait(ctx context.Context, clock *clockwork.FakeClock, d time.Duration, tickers ...*Ticker) error {
 	armedFor := make([]time.Time, len(tickers))
 	for i, t := range tickers {
-		err := t.waitFor(ctx, func() bool { return t.armed != nil }, func() { armedFor[i] = t.armedFor })
+		at, err := t.waitArmed(ctx)
 		if err != nil {
-			return fmt.Errorf("tick: wait for the wake-up timer: %w", err)
+			return err
 		}
+		armedFor[i] = at
 	}
 	clock.Advance(d)
 	now := clock.Now()
@@ -43,6 +44,18 @@ func AdvanceAndWait(ctx context.Context, clock *clockwork.FakeClock, d time.Dura
 		}
 	}
 	return nil
+}
+
+// waitArmed waits until the passes already triggered are over (a start's
+// first pass runs at the time it was owed, not at an advanced one) and
+// gocron's wake-up timer is armed, and returns when it fires.
+func (t *Ticker) waitArmed(ctx context.Context) (time.Time, error) {
+	var at time.Time
+	err := t.waitFor(ctx, func() bool { return !t.done.Before(t.owed) && t.armed != nil }, func() { at = t.armedFor })
+	if err != nil {
+		return time.Time{}, fmt.Errorf("tick: wait for the wake-up timer: %w", err)
+	}
+	return at, nil
 }
 
 // waitFor blocks until cond holds (checked under mu, then then runs under
