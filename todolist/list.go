@@ -211,7 +211,8 @@ func (l *List) Due(ctx context.Context, now time.Time, limit int) ([]Item, error
 	if limit <= 0 {
 		return nil, fmt.Errorf("todolist: due items of %q: %w: %d, must be positive", l.name, ErrInvalidLimit, limit)
 	}
-	items, err := l.query(ctx, l.q.due, l.name, sqldb.EncodeTime(now), limit)
+	at := sqldb.EncodeTime(now)
+	items, err := l.query(ctx, l.q.due, l.name, at, at, limit)
 	if err != nil {
 		return nil, fmt.Errorf("todolist: due items of %q: %w", l.name, err)
 	}
@@ -260,15 +261,17 @@ func (l *List) query(ctx context.Context, query string, args ...any) ([]Item, er
 	var items []Item
 	for rows.Next() {
 		var (
-			it         Item
-			due, runAt int64
-			parked     int
-			claim      string
+			it                       Item
+			due, runAt, claimedUntil int64
+			parked                   int
+			claim                    string
 		)
-		if err := rows.Scan(&it.ID, &due, &runAt, &it.Attempts, &it.LastError, &parked, &claim); err != nil {
+		if err := rows.Scan(&it.ID, &due, &runAt, &it.Attempts, &it.LastError, &parked, &claim, &claimedUntil); err != nil {
 			return nil, err
 		}
-		it.Due, it.NextAttempt = sqldb.DecodeTime(due), sqldb.DecodeTime(runAt)
+		// A claim holds the item until its lease ends, which is later
+		// than run_at while it holds.
+		it.Due, it.NextAttempt = sqldb.DecodeTime(due), sqldb.DecodeTime(max(runAt, claimedUntil))
 		it.Parked, it.Claimed = parked == 1, claim != ""
 		items = append(items, it)
 	}

@@ -3,6 +3,7 @@ package todolist
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -143,33 +144,35 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 		cutoff = start
 	}
 	res := Result{Cutoff: cutoff}
+	// done holds the finished items of the last batch until the next claim
+	// removes them in the same round trip (on PostgreSQL), or until the
+	// tick ends.
+	var done batchDone
 	for {
 		limit := p.cfg.batchSize
 		if p.cfg.maxItems > 0 {
 			limit = min(limit, p.cfg.maxItems-res.Claimed)
 		}
 		if limit <= 0 || (p.overTime(start) && res.Claimed > 0) {
-			if err := p.countBacklog(ctx, &res); err != nil {
+			if err := p.finish(ctx, done, true, &res); err != nil {
 				return res, err
 			}
 			break
 		}
-		batch, token, err := p.claim(ctx, cutoff, limit)
+		batch, token, err := p.claim(ctx, cutoff, limit, done, &res)
 		if err != nil {
 			return res, err
 		}
 		res.Claimed += len(batch)
-		stopped, err := p.work(ctx, batch, token, start, &res)
+		var stopped bool
+		done, stopped, err = p.work(ctx, batch, token, start, &res)
 		if err != nil {
 			return res, err
 		}
-		if stopped {
-			if err := p.countBacklog(ctx, &res); err != nil {
+		if stopped || len(batch) < limit {
+			if err := p.finish(ctx, done, stopped, &res); err != nil {
 				return res, err
 			}
-			break
-		}
-		if len(batch) < limit {
 			break
 		}
 	}
@@ -179,28 +182,83 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 	return res, nil
 }
 
+// claimed is an item as a batch holds it.
+type claimed struct {
+	Item
+	// ref is the row's ctid on PostgreSQL, which finds it without an
+	// index; "" on SQLite.
+	ref string
+}
+
+// batchDone is the items of one batch whose action succeeded, still to be
+// removed under the batch's token: their IDs, and their refs on
+// PostgreSQL.
+type batchDone struct {
+	token string
+	ids   []string
+	refs  []string
+}
+
+// finish removes the last batch's done items and, when the budget ended
+// the tick, counts the backlog.
+func (p *Processor) finish(ctx context.Context, done batchDone, counting bool, res *Result) error {
+	if err := p.removeDone(ctx, done, res); err != nil {
+		return err
+	}
+	if counting {
+		return p.countBacklog(ctx, res)
+	}
+	return nil
+}
+
 func (p *Processor) overTime(start time.Time) bool {
 	return p.cfg.timeBudget > 0 && p.cfg.clock.Since(start) >= p.cfg.timeBudget
 }
 
 // claim takes up to limit items due at cutoff in one statement, under a
-// fresh token, and returns them earliest due first.
-func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int) ([]Item, string, error) {
-	token := uuid.NewString()
-	leaseEnd := p.cfg.clock.Now().Add(p.cfg.lease)
+// fresh token, and returns them earliest due first. It removes the done
+// items of the previous batch first, in the same statement on PostgreSQL.
+func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done batchDone, res *Result) ([]claimed, string, error) {
 	l := p.list
-	rows, err := l.db.QueryContext(ctx, l.q.claim,
-		l.name, sqldb.EncodeTime(cutoff), limit, token, sqldb.EncodeTime(leaseEnd), l.name)
+	postgres := l.q.removeDone != ""
+	if !postgres {
+		if err := p.removeDone(ctx, done, res); err != nil {
+			return nil, "", err
+		}
+	}
+	token := uuid.NewString()
+	now := p.cfg.clock.Now()
+	leaseEnd := now.Add(p.cfg.lease)
+	args := []any{l.name, sqldb.EncodeTime(cutoff), sqldb.EncodeTime(now), limit, token, sqldb.EncodeTime(leaseEnd), l.name}
+	if postgres {
+		prev, refs := done.token, done.refs
+		if prev == "" {
+			// No previous batch: the claim skips rows carrying this
+			// token, and no row carries a fresh one.
+			prev, refs = token, []string{}
+		}
+		args = append([]any{l.name, prev, refs}, args[1:6]...)
+	}
+	rows, err := l.db.QueryContext(ctx, l.q.claim, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
 	}
 	defer rows.Close()
-	batch := make([]Item, 0, limit)
+	batch := make([]claimed, 0, limit)
 	for rows.Next() {
-		it := Item{NextAttempt: leaseEnd, Claimed: true}
+		it := claimed{Item: Item{NextAttempt: leaseEnd, Claimed: true}}
 		var due int64
-		if err := rows.Scan(&it.ID, &due, &it.Attempts, &it.LastError); err != nil {
+		dest := []any{&it.ID, &due, &it.Attempts, &it.LastError}
+		if postgres {
+			dest = append(dest, &it.ref)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, "", fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
+		}
+		if it.ID == "" {
+			// PostgreSQL's count of the previous batch's removed items.
+			res.Lost += len(done.ids) - int(due)
+			continue
 		}
 		it.Due = sqldb.DecodeTime(due)
 		batch = append(batch, it)
@@ -208,22 +266,47 @@ func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int) ([]I
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
 	}
-	slices.SortFunc(batch, func(a, b Item) int {
+	slices.SortFunc(batch, func(a, b claimed) int {
 		return cmp.Or(a.Due.Compare(b.Due), strings.Compare(a.ID, b.ID))
 	})
 	return batch, token, nil
 }
 
-// work runs the action for each item of a claimed batch and writes the
-// outcomes set-wise: one statement removes the done items, one releases the
-// conflicts, one the items the budget left unstarted; failures are written
-// one by one, as each has its own attempt count. stopped reports that the
-// time budget ended the tick.
-func (p *Processor) work(ctx context.Context, batch []Item, token string, start time.Time, res *Result) (stopped bool, err error) {
-	var done, conflicts, unstarted []string
+// removeDone deletes the done items of a batch in one statement; those
+// that changed hands meanwhile are kept and counted as lost outcomes.
+func (p *Processor) removeDone(ctx context.Context, done batchDone, res *Result) error {
+	if len(done.ids) == 0 {
+		return nil
+	}
+	l := p.list
+	var (
+		r   sql.Result
+		err error
+	)
+	if l.q.removeDone != "" {
+		r, err = l.db.ExecContext(ctx, l.q.removeDone, l.name, done.token, done.refs)
+	} else {
+		r, err = p.exec(ctx, `DELETE FROM todolist_items WHERE list = ? AND claim = ? AND id IN`, done.ids, l.name, done.token)
+	}
+	n, err := rowsAffected(r, err)
+	if err != nil {
+		return fmt.Errorf("todolist: remove done items of %q: %w", l.name, err)
+	}
+	res.Lost += len(done.ids) - n
+	return nil
+}
+
+// work runs the action for each item of a claimed batch and returns the
+// items that are done, for the caller to remove set-wise. It releases the
+// conflicts in one statement and the items the budget left unstarted in
+// another; failures are written one by one, as each has its own attempt
+// count. stopped reports that the time budget ended the tick.
+func (p *Processor) work(ctx context.Context, batch []claimed, token string, start time.Time, res *Result) (done batchDone, stopped bool, err error) {
+	done.token = token
+	var conflicts, unstarted []string
 	for i, it := range batch {
 		if err := ctx.Err(); err != nil {
-			return false, p.abandon(err)
+			return done, false, p.abandon(err)
 		}
 		started := res.Done + res.Failed + res.Parked + res.Conflicts
 		if started > 0 && p.overTime(start) {
@@ -233,71 +316,69 @@ func (p *Processor) work(ctx context.Context, batch []Item, token string, start 
 			stopped = true
 			break
 		}
-		actErr := p.run(ctx, it)
+		actErr := p.run(ctx, it.Item)
 		if err := ctx.Err(); err != nil {
 			// The action most likely failed because of the cancellation;
 			// counting that as an attempt would punish the item.
-			return false, p.abandon(err)
+			return done, false, p.abandon(err)
 		}
 		switch {
 		case actErr == nil:
-			done = append(done, it.ID)
+			done.ids = append(done.ids, it.ID)
+			if it.ref != "" {
+				done.refs = append(done.refs, it.ref)
+			}
 			res.Done++
 			if p.cfg.observer.Done != nil {
-				p.cfg.observer.Done(p.list.name, it)
+				p.cfg.observer.Done(p.list.name, it.Item)
 			}
 		case isConflict(actErr):
 			conflicts = append(conflicts, it.ID)
 			res.Conflicts++
 		default:
-			if err := p.fail(ctx, token, it, actErr, res); err != nil {
-				return false, err
+			if err := p.fail(ctx, token, it.Item, actErr, res); err != nil {
+				return done, false, err
 			}
 		}
 	}
 	l := p.list
-	if len(done) > 0 {
-		n, err := p.exec(ctx, "remove done items", `DELETE FROM todolist_items WHERE list = ? AND claim = ? AND id IN`, done, l.name, token)
-		if err != nil {
-			return false, err
-		}
-		res.Lost += len(done) - n
-	}
 	if len(conflicts) > 0 {
 		// Released just past the cutoff: the next tick takes them, this
 		// one does not spin on them.
 		next := sqldb.EncodeTime(res.Cutoff) + 1
-		if _, err := p.exec(ctx, "release conflicting items", `UPDATE todolist_items SET claim = '', run_at = ? WHERE list = ? AND claim = ? AND id IN`, conflicts, next, l.name, token); err != nil {
-			return false, err
+		r, err := p.exec(ctx, `UPDATE todolist_items SET claim = '', claimed_until = 0, run_at = ? WHERE list = ? AND claim = ? AND id IN`, conflicts, next, l.name, token)
+		if _, err := rowsAffected(r, err); err != nil {
+			return done, false, fmt.Errorf("todolist: release conflicting items of %q: %w", l.name, err)
 		}
 	}
 	if len(unstarted) > 0 {
-		n, err := p.exec(ctx, "release unstarted items", `UPDATE todolist_items SET claim = '', run_at = due WHERE list = ? AND claim = ? AND id IN`, unstarted, l.name, token)
+		r, err := p.exec(ctx, `UPDATE todolist_items SET claim = '', claimed_until = 0 WHERE list = ? AND claim = ? AND id IN`, unstarted, l.name, token)
+		n, err := rowsAffected(r, err)
 		if err != nil {
-			return false, err
+			return done, false, fmt.Errorf("todolist: release unstarted items of %q: %w", l.name, err)
 		}
 		res.Released += n
 	}
-	return stopped, nil
+	return done, stopped, nil
 }
 
-// exec runs prefix followed by the list of ids, after args, and returns the
-// rows it changed.
-func (p *Processor) exec(ctx context.Context, what, prefix string, ids []string, args ...any) (int, error) {
+// exec runs prefix followed by the list of ids, after args.
+func (p *Processor) exec(ctx context.Context, prefix string, ids []string, args ...any) (sql.Result, error) {
 	all := make([]any, 0, len(args)+len(ids))
 	all = append(all, args...)
 	for _, id := range ids {
 		all = append(all, id)
 	}
-	r, err := p.list.db.ExecContext(ctx, batchStatement(p.list.db, prefix, len(ids)), all...)
+	return p.list.db.ExecContext(ctx, batchStatement(p.list.db, prefix, len(ids)), all...)
+}
+
+// rowsAffected returns the rows a statement changed, or err.
+func rowsAffected(r sql.Result, err error) (int, error) {
 	if err != nil {
-		return 0, fmt.Errorf("todolist: %s of %q: %w", what, p.list.name, err)
+		return 0, err
 	}
 	n, err := r.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("todolist: %s of %q: %w", what, p.list.name, err)
-	}
-	return int(n), nil
+	return int(n), err
 }
 
 // run calls the action, turning a panic into an error.
@@ -362,7 +443,8 @@ func (p *Processor) backoff(attempts int) time.Duration {
 
 func (p *Processor) countBacklog(ctx context.Context, res *Result) error {
 	l := p.list
-	if err := l.db.GetContext(ctx, &res.Backlog, l.q.backlog, l.name, sqldb.EncodeTime(res.Cutoff)); err != nil {
+	now := sqldb.EncodeTime(p.cfg.clock.Now())
+	if err := l.db.GetContext(ctx, &res.Backlog, l.q.backlog, l.name, sqldb.EncodeTime(res.Cutoff), now); err != nil {
 		return fmt.Errorf("todolist: count backlog of %q: %w", l.name, err)
 	}
 	return nil
