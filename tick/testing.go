@@ -40,7 +40,10 @@ func AdvanceAndWait(ctx context.Context, clock *clockwork.FakeClock, d time.Dura
 			target = now
 		}
 		if err := t.waitFor(ctx, func() bool { return !t.done.Before(target) }, nil); err != nil {
-			return fmt.Errorf("tick: wait for the pass at %v: %w", target, err)
+			t.mu.Lock()
+			done := t.done
+			t.mu.Unlock()
+			return fmt.Errorf("tick: wait for the pass at %v (the last ran at %v): %w", target, done, err)
 		}
 	}
 	return nil

@@ -67,7 +67,7 @@ func setup(t *testing.T, clock *clockwork.FakeClock, store CursorStore, opts ...
 
 func advance(t *testing.T, clock *clockwork.FakeClock, d time.Duration, tickers ...*Ticker) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	require.NoError(t, AdvanceAndWait(ctx, clock, d, tickers...))
 }
@@ -127,11 +127,11 @@ func TestNewRejectsBadOptions(t *testing.T) {
 func TestTickerEmitsEveryBoundaryOnceInOrder(t *testing.T) {
 	t.Parallel()
 	warsaw := mustLoad(t, "Europe/Warsaw")
-	// A week across the spring DST change, in steps that do and do not
+	// Two days across the spring DST change, in steps that do and do not
 	// cross boundaries, then a whole week in one step.
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 3, 26, 0, 0, 30, 0, warsaw))
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 3, 28, 0, 0, 30, 0, warsaw))
 	tk, rec := setup(t, clock, NewMemoryStore(), WithLocation(warsaw), WithUnits(Minute, Hour, Day, Week, Month))
-	for range 7 * 24 * 2 {
+	for range 2 * 24 * 2 {
 		advance(t, clock, 29*time.Minute+59*time.Second, tk)
 		advance(t, clock, time.Second, tk)
 	}
@@ -151,9 +151,9 @@ func TestTickerEmitsEveryBoundaryOnceInOrder(t *testing.T) {
 		last[u] = e.Boundary()
 		count[u]++
 	}
-	// The wall clock skips an hour but no instant is lost: 14 × 24 hours
+	// The wall clock skips an hour but no instant is lost: 9 × 24 hours
 	// pass, one of the days is 23 hours long.
-	require.Equal(t, map[Unit]int{Minute: 14 * 24 * 60, Hour: 14 * 24, Day: 14, Week: 2, Month: 1}, count)
+	require.Equal(t, map[Unit]int{Minute: 9 * 24 * 60, Hour: 9 * 24, Day: 9, Week: 2, Month: 1}, count)
 	require.Equal(t, int64(len(events)), tk.Stats().Emitted)
 }
 

@@ -58,17 +58,21 @@ type wakeClock struct {
 
 func (c wakeClock) AfterFunc(d time.Duration, f func()) clockwork.Timer {
 	w := &wakeTimer{t: c.t}
-	c.t.arm(w, c.Now().Add(d))
+	at := c.Now().Add(d)
 	w.Timer = c.Clock.AfterFunc(d, func() {
 		c.t.fire(w)
 		f()
 	})
+	// Armed only once the clock holds the timer: a fake clock advanced
+	// before that would not fire it.
+	c.t.arm(w, at)
 	return w
 }
 
 type wakeTimer struct {
 	clockwork.Timer
-	t *Ticker
+	t     *Ticker
+	fired bool // guarded by Ticker.mu
 }
 
 func (w *wakeTimer) Stop() bool {
@@ -99,6 +103,9 @@ func (p *progress) notify() {
 func (t *Ticker) arm(w *wakeTimer, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if w.fired { // a timer due at once may fire before AfterFunc returns
+		return
+	}
 	t.armed, t.armedFor = w, at
 	t.notify()
 }
@@ -115,6 +122,7 @@ func (t *Ticker) disarm(w *wakeTimer) {
 func (t *Ticker) fire(w *wakeTimer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	w.fired = true
 	if t.armed == w {
 		t.armed = nil
 	}
