@@ -1,0 +1,119 @@
+// Command quickstart is the smallest complete use of passage as a library,
+// the program the README's "use it as a library" section shows: a bus, a
+// durable ticker, and a to-do list of unpaid orders that is projected from
+// events and worked every minute.
+//
+//	go run ./example/quickstart
+//
+// It places one order due in a minute and prints the cancellation when the
+// next minute boundary after the deadline passes (about two minutes on the
+// real clock). Ctrl-C stops it gracefully.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/jonboulle/clockwork"
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/passage-of-time/passage/bus"
+	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/todolist"
+)
+
+// OrderPlaced and OrderPaid are the domain events the to-do list is built from.
+type (
+	OrderPlaced struct {
+		ID    string
+		PayBy time.Time
+	}
+	OrderPaid struct{ ID string }
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	dir, err := os.MkdirTemp("", "passage-quickstart")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer os.RemoveAll(dir)
+	if err := run(ctx, filepath.Join(dir, "quickstart.db"), clockwork.NewRealClock(), os.Stdout, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// run wires passage together and places one order; started, when not nil,
+// receives the ticker so a test can drive a fake clock.
+func run(ctx context.Context, path string, clock clockwork.Clock, out io.Writer, started func(*tick.Ticker)) error {
+	db, err := sqlx.Open("sqlite3", path+"?_journal_mode=WAL&_busy_timeout=10000&_txlock=immediate")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	b, err := bus.New()
+	if err != nil {
+		return err
+	}
+	defer b.Close(context.Background())
+
+	// The to-do list: an order is pending from OrderPlaced until OrderPaid.
+	unpaid, err := todolist.Open(ctx, db, "unpaid-orders")
+	if err != nil {
+		return err
+	}
+	projection := todolist.NewProjection(unpaid)
+	todolist.AddOn(projection, func(e OrderPlaced) (string, time.Time) { return e.ID, e.PayBy })
+	todolist.RemoveOn(projection, func(e OrderPaid) string { return e.ID })
+	if _, err := projection.Subscribe(b); err != nil {
+		return err
+	}
+
+	// Every minute, the orders past their deadline are cancelled.
+	cancelUnpaid, err := todolist.Handle[tick.MinuteHasPassed](unpaid,
+		func(ctx context.Context, item todolist.Item) error {
+			fmt.Fprintf(out, "order %s not paid by %s: cancelled\n", item.ID, item.Due.Format(time.Kitchen))
+			return nil // done: the item leaves the list
+		}, todolist.WithClock(clock))
+	if err != nil {
+		return err
+	}
+	if _, err := bus.Subscribe(b, cancelUnpaid); err != nil {
+		return err
+	}
+
+	// The ticker publishes MinuteHasPassed on the bus; its cursor lives in
+	// the same database, so a restart neither loses nor repeats a minute.
+	cursors, err := tick.NewSQLStore(ctx, db)
+	if err != nil {
+		return err
+	}
+	ticker, err := tick.New(b, cursors, tick.WithUnits(tick.Minute), tick.WithClock(clock))
+	if err != nil {
+		return err
+	}
+	if err := ticker.Start(ctx); err != nil {
+		return err
+	}
+	defer ticker.Stop(context.Background())
+
+	if err := b.Publish(ctx, OrderPlaced{ID: "order-1", PayBy: clock.Now().Add(time.Minute)}); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "order order-1 placed; waiting for its deadline to pass")
+	if started != nil {
+		started(ticker)
+	}
+	<-ctx.Done()
+	return nil
+}
