@@ -123,6 +123,7 @@ func TestUnknownUnit(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	require.True(t, Next("fortnight", now, nil).IsZero())
+	require.True(t, Next(" day", now, nil).IsZero(), "units are exact; ParseUnit normalises")
 	require.True(t, Previous("fortnight", now, nil).IsZero())
 	_, err := ParseUnit("fortnight")
 	require.ErrorIs(t, err, ErrUnknownUnit)

@@ -8,7 +8,7 @@ const tenth Unit = "tenth"
 
 func init() { fixedUnits[tenth] = 100 * time.Millisecond }
 
-// SetCursorBatch lets benchmarks compare cursor write batch sizes.
+// setCursorBatch lets benchmarks compare cursor write batch sizes.
 func setCursorBatch(n int) (restore func()) {
 	old := cursorBatch
 	cursorBatch = n

@@ -58,7 +58,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC)
 func setup(t *testing.T, clock *clockwork.FakeClock, store CursorStore, opts ...Option) (*Ticker, *recorder) {
 	t.Helper()
 	rec := &recorder{}
-	tk, err := New(rec, store, append([]Option{WithClock(clock)}, opts...)...)
+	tk, err := New(rec, store, append([]Option{WithClock(clock), WithLogger(discard)}, opts...)...)
 	require.NoError(t, err)
 	require.NoError(t, tk.Start(context.Background()))
 	t.Cleanup(func() { require.NoError(t, tk.Stop(context.Background())) })

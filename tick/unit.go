@@ -32,11 +32,8 @@ var fixedUnits = map[Unit]time.Duration{}
 
 // valid reports whether the ticker knows how to compute u's boundaries.
 func (u Unit) valid() bool {
-	if _, ok := fixedUnits[u]; ok {
-		return true
-	}
-	_, err := ParseUnit(string(u))
-	return err == nil && string(u) == strings.ToLower(string(u))
+	_, fixed := fixedUnits[u]
+	return fixed || contains(Units(), u)
 }
 
 func checkUnit(u Unit) error {
