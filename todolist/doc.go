@@ -27,8 +27,10 @@
 //	bus.Subscribe(b, handler)
 //
 // On each event the [Processor] claims the items due at the event's boundary
-// in batches (one statement per batch; FOR UPDATE SKIP LOCKED on
-// PostgreSQL), each claim with a lease, and runs the [Action] for each item:
+// in batches, each claim with a lease, and runs the [Action] for each item.
+// A batch costs one statement: on PostgreSQL (FOR UPDATE SKIP LOCKED) the
+// same statement also removes the previous batch's done items; on SQLite
+// the removal is a second, in-process statement. The outcomes:
 //
 //   - nil: the item is done and removed — unless it was re-added with a
 //     later due time or re-claimed meanwhile, which is kept;

@@ -263,6 +263,46 @@ func TestChangesMadeWhileAnItemIsWorkedAreKept(t *testing.T) {
 	})
 }
 
+// Done items are removed set-wise when the next batch is claimed (in the
+// same statement on PostgreSQL), so changes made before then must survive
+// the removal too, and a live claim must hide its item.
+func TestChangesMadeBeforeTheNextBatchAreKept(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
+		ctx := context.Background()
+		l := openList(t, db, "orders")
+		addItems(t, l, t0.Add(-2*time.Minute), "extended")
+		addItems(t, l, t0.Add(-time.Minute), "removed")
+		addItems(t, l, t0, "plain")
+		p := newProcessor(t, l, clockwork.NewFakeClockAt(t0), func(ctx context.Context, it todolist.Item) error {
+			switch it.ID {
+			case "extended":
+				return l.Add(ctx, it.ID, t0.Add(time.Hour))
+			case "removed":
+				return l.Remove(ctx, it.ID)
+			}
+			held, err := l.Get(ctx, it.ID)
+			require.NoError(t, err)
+			require.True(t, held.Claimed)
+			require.Equal(t, t0.Add(time.Minute), held.NextAttempt, "held until the lease ends")
+			due, err := l.Due(ctx, t0, 10)
+			require.NoError(t, err)
+			require.Empty(t, due, "a live claim hides the item")
+			return nil
+		}, todolist.WithBatchSize(1), todolist.WithLease(time.Minute))
+
+		r, err := p.Process(ctx, t0)
+		require.NoError(t, err)
+		require.Equal(t, todolist.Result{Cutoff: t0, Claimed: 3, Done: 3, Lost: 2}, r)
+		extended, err := l.Get(ctx, "extended")
+		require.NoError(t, err, "the re-add is not lost")
+		require.Equal(t, todolist.Item{ID: "extended", Due: t0.Add(time.Hour), NextAttempt: t0.Add(time.Hour)}, extended)
+		stats, err := l.Stats(ctx, t0)
+		require.NoError(t, err)
+		require.Equal(t, 1, stats.Pending)
+	})
+}
+
 func TestAProcessorThatLostItsLeaseLeavesTheItemAlone(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {

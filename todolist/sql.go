@@ -71,8 +71,12 @@ var migrations = []sqldb.Migration{
 		Version: 4,
 		// The lease moves out of run_at into a column of its own that no
 		// index covers; rows claimed under version 3 keep their lease in
-		// run_at and come back when it ends. The fillfactor leaves room on
-		// each page for the claim's new row version next to the old one.
+		// run_at and come back when it ends. The fillfactor leaves half
+		// of each page free, so that the claim's new row version fits next
+		// to the old one (a HOT update): items due together were mostly
+		// added together and share pages, so a batch claims whole pages.
+		// Measured with BenchmarkProcess, 85 left most claims without room
+		// and the claim then cost twice as much.
 		SQLite:   `ALTER TABLE todolist_items ADD COLUMN claimed_until INTEGER NOT NULL DEFAULT 0`,
 		Postgres: `ALTER TABLE todolist_items ADD COLUMN claimed_until BIGINT NOT NULL DEFAULT 0, SET (fillfactor = 50)`,
 	},
