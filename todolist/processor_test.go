@@ -255,12 +255,19 @@ func TestChangesMadeWhileAnItemIsWorkedAreKept(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, todolist.Result{Cutoff: t0, Claimed: 2, Done: 1, Lost: 2}, r)
 
-		extended, err := l.Get(ctx, "extended")
-		require.NoError(t, err, "the re-add is not lost")
-		require.Equal(t, todolist.Item{ID: "extended", Due: t0.Add(time.Hour), NextAttempt: t0.Add(time.Hour)}, extended)
+		requireReAdded(t, l, "extended", t0.Add(time.Hour))
 		_, err = l.Get(ctx, "removed")
 		require.ErrorIs(t, err, todolist.ErrNotFound, "a failure does not resurrect a removed item")
 	})
+}
+
+// requireReAdded checks that id, re-added due at due while it was worked,
+// is on the list as new work.
+func requireReAdded(t *testing.T, l *todolist.List, id string, due time.Time) {
+	t.Helper()
+	it, err := l.Get(context.Background(), id)
+	require.NoError(t, err, "the re-add is not lost")
+	require.Equal(t, todolist.Item{ID: id, Due: due, NextAttempt: due}, it)
 }
 
 // Done items are removed set-wise when the next batch is claimed (in the
@@ -294,9 +301,7 @@ func TestChangesMadeBeforeTheNextBatchAreKept(t *testing.T) {
 		r, err := p.Process(ctx, t0)
 		require.NoError(t, err)
 		require.Equal(t, todolist.Result{Cutoff: t0, Claimed: 3, Done: 3, Lost: 2}, r)
-		extended, err := l.Get(ctx, "extended")
-		require.NoError(t, err, "the re-add is not lost")
-		require.Equal(t, todolist.Item{ID: "extended", Due: t0.Add(time.Hour), NextAttempt: t0.Add(time.Hour)}, extended)
+		requireReAdded(t, l, "extended", t0.Add(time.Hour))
 		stats, err := l.Stats(ctx, t0)
 		require.NoError(t, err)
 		require.Equal(t, 1, stats.Pending)
