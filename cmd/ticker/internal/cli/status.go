@@ -68,7 +68,8 @@ func statusCommand(ctx context.Context, env Env, args []string) error {
 		return fmt.Errorf("read cursors in %s: %w", *dsn, err)
 	}
 	now := env.clock().Now().In(loc)
-	report := statusReport{Now: now}
+	// Empty lists, not null, so JSON consumers can iterate without checks.
+	report := statusReport{Now: now, Units: []unitStatus{}, Lists: []listStatus{}}
 
 	cursors, err := store.Cursors(ctx)
 	if err != nil {
