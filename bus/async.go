@@ -11,8 +11,9 @@ import (
 )
 
 const (
-	// maxBatch bounds how many unkeyed events a worker takes at once, so
-	// that one worker does not hoard a burst the others could share.
+	// maxBatch bounds how many unkeyed events a worker takes at once; a
+	// worker also takes no more than its share of what is queued (see
+	// work), so that it does not hoard a burst the others could run.
 	maxBatch = 64
 	// maxSpareKeys bounds the idle per-key queues kept for reuse.
 	maxSpareKeys = 4096
@@ -192,7 +193,10 @@ func (q *queue[E]) work(w *worker) {
 		}
 		var kq *keyQueue[E]
 		if q.key == nil {
-			batch = q.fifo.popInto(batch[:0], maxBatch)
+			// Take a fair share, rounded up: a burst of as many events as
+			// there are workers runs one event per worker, in parallel.
+			share := (q.fifo.len() + len(q.workers) - 1) / len(q.workers)
+			batch = q.fifo.popInto(batch[:0], min(maxBatch, share))
 		} else {
 			kq = q.ready.pop()
 			// Swap buffers: the key keeps the worker's empty one for what
@@ -204,6 +208,11 @@ func (q *queue[E]) work(w *worker) {
 		if q.space != nil {
 			close(q.space)
 			q.space = nil
+		}
+		// A push signals one idle worker however much it queued before
+		// that worker woke; pass the wake-up on while work is left.
+		if !q.emptyLocked() {
+			q.signalLocked()
 		}
 		q.mu.Unlock()
 		q.runBatch(w, batch)

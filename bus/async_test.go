@@ -106,6 +106,40 @@ func TestDifferentKeysRunInParallel(t *testing.T) {
 	require.NoError(t, <-result)
 }
 
+func TestUnkeyedEventsRunInParallel(t *testing.T) {
+	t.Parallel()
+	const workers = 4
+	b := setup(t)
+	var started atomic.Int32
+	allStarted := make(chan struct{})
+	results := make(chan error, workers)
+	subscribe(t, b, func(context.Context, orderPlaced) error {
+		if started.Add(1) == workers {
+			close(allStarted)
+		}
+		// Each event waits for all the others to start: run on fewer than
+		// workers goroutines at once, the burst never gets there.
+		select {
+		case <-allStarted:
+			results <- nil
+		case <-time.After(failAfter):
+			results <- fmt.Errorf("only %d of %d events started together", started.Load(), workers)
+		}
+		return nil
+	}, bus.Async(workers, 100))
+
+	// One Publish queues the burst faster than a worker wakes, which is
+	// when one worker could take it all.
+	events := make([]any, workers)
+	for i := range events {
+		events[i] = orderPlaced{ID: "o", Seq: i + 1}
+	}
+	require.NoError(t, b.Publish(t.Context(), events...))
+	for range workers {
+		require.NoError(t, <-results)
+	}
+}
+
 // gated is an asynchronous handler that announces each event it starts and
 // then waits for the gate to open (or its context to end).
 type gated struct {
