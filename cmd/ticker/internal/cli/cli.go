@@ -119,8 +119,9 @@ func printUsage(w io.Writer) {
 	}
 }
 
-// newFlagSet returns a flag set whose errors are returned, not printed and
-// exited on, with its help written to env.Stdout.
+// newFlagSet returns a flag set that returns its errors instead of exiting.
+// Asked for with -h, its help goes to stdout; after a mistake, to stderr
+// under the error.
 func newFlagSet(env Env, name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet("ticker "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -139,7 +140,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 			fs.Usage()
 			return err
 		}
-		return usageError{err}
+		return usageError{fmt.Errorf("%w (run \"%s -h\" for the flags)", err, fs.Name())}
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))

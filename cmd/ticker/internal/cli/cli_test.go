@@ -243,9 +243,12 @@ func TestBadInputIsNamedAndFails(t *testing.T) {
 		{[]string{"explode"}, `unknown command "explode"`},
 	}
 	for _, c := range cases {
-		r := run(t, clock, nil, c.args...)
-		require.NotEqual(t, cli.ExitOK, r.code, "%v", c.args)
-		require.Contains(t, r.stderr, c.want, "%v", c.args)
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			t.Parallel()
+			r := run(t, clock, nil, c.args...)
+			require.NotEqual(t, cli.ExitOK, r.code)
+			require.Contains(t, r.stderr, c.want)
+		})
 	}
 }
 
@@ -308,4 +311,16 @@ func TestRunServesHealthAndMetrics(t *testing.T) {
 
 	cancel()
 	require.Equal(t, cli.ExitOK, <-done, stderr.String())
+}
+
+func TestStatusWarnsWhenTheZoneDiffersFromTheTickers(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(start)
+	db := filepath.Join(t.TempDir(), "passage.db")
+	require.Equal(t, cli.ExitOK, run(t, clock, nil, "run", "--once", "--db", db, "--units", "hour", "--tz", "Asia/Kathmandu").code)
+
+	same := run(t, clock, nil, "status", "--db", db, "--tz", "Asia/Kathmandu")
+	require.NotContains(t, same.stdout, "warning")
+	other := run(t, clock, nil, "status", "--db", db)
+	require.Contains(t, other.stdout, "warning: the hour cursor 2026-11-21T11:15:00Z is not on a boundary of unit hour in UTC")
 }

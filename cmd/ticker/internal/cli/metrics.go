@@ -25,6 +25,10 @@ type metrics struct {
 	lagMax   map[tick.Unit]float64
 }
 
+// The metrics are per unit; the to-do list gauges are read from the database
+// at each scrape. How many items processors handled is counted where they
+// run (todolist.Observer), not in the ticker.
+
 func newMetrics() *metrics {
 	return &metrics{
 		emitted: map[tick.Unit]int64{}, skipped: map[tick.Unit]int64{}, failures: map[tick.Unit]int64{},
@@ -88,6 +92,7 @@ func (m *metrics) write(w http.ResponseWriter) {
 		{"passage_ticks_skipped_total", "Boundaries a catch-up policy did not emit (reported as TicksSkipped).", "counter", floats(m.skipped)},
 		{"passage_publish_failures_total", "Failed publish attempts; the boundary is retried at the next wake-up.", "counter", floats(m.failures)},
 		{"passage_emission_lag_seconds_sum", "Sum of the delays between a boundary and its publication.", "counter", m.lagSum},
+		{"passage_emission_lag_seconds_count", "Boundaries whose delay is in the sum.", "counter", floats(m.emitted)},
 		{"passage_emission_lag_seconds_max", "Largest delay between a boundary and its publication.", "gauge", m.lagMax},
 	}
 	for _, s := range series {

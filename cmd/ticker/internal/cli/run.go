@@ -233,7 +233,7 @@ func parseCatchUp(spec string, units []tick.Unit, all tick.All) (map[tick.Unit]t
 }
 
 func (f *runFlags) publisher(env Env) (tick.Publisher, error) {
-	var sinks sink.Multi
+	var sinks []sink.Publisher
 	if len(f.webhooks) == 0 || f.stdout {
 		sinks = append(sinks, sink.NewJSONLines(env.Stdout))
 	}
@@ -252,10 +252,7 @@ func (f *runFlags) publisher(env Env) (tick.Publisher, error) {
 	if len(f.webhooks) > 0 && secret == "" {
 		fmt.Fprintf(env.Stderr, "warning: $%s is empty: webhook bodies are not signed\n", f.secretEnv)
 	}
-	if len(sinks) == 1 {
-		return sinks[0], nil
-	}
-	return sinks, nil
+	return sink.NewFanout(sinks...), nil
 }
 
 func (f *runFlags) holderID() string {

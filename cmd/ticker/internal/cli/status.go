@@ -13,10 +13,11 @@ import (
 
 // statusReport is what "ticker status --json" prints.
 type statusReport struct {
-	Now   time.Time    `json:"now"`
-	Units []unitStatus `json:"units"`
-	Lease *leaseStatus `json:"lease"`
-	Lists []listStatus `json:"todo_lists"`
+	Now      time.Time    `json:"now"`
+	Warnings []string     `json:"warnings"`
+	Units    []unitStatus `json:"units"`
+	Lease    *leaseStatus `json:"lease"`
+	Lists    []listStatus `json:"todo_lists"`
 }
 
 type unitStatus struct {
@@ -69,7 +70,7 @@ func statusCommand(ctx context.Context, env Env, args []string) error {
 	}
 	now := env.clock().Now().In(loc)
 	// Empty lists, not null, so JSON consumers can iterate without checks.
-	report := statusReport{Now: now, Units: []unitStatus{}, Lists: []listStatus{}}
+	report := statusReport{Now: now, Warnings: []string{}, Units: []unitStatus{}, Lists: []listStatus{}}
 
 	cursors, err := store.Cursors(ctx)
 	if err != nil {
@@ -81,6 +82,12 @@ func statusCommand(ctx context.Context, env Env, args []string) error {
 			continue
 		}
 		c = c.In(loc)
+		if !tick.Previous(u, c, loc).Equal(c) {
+			// The ticker ran in another zone: next boundaries computed
+			// here would be wrong, so say so rather than mislead.
+			report.Warnings = append(report.Warnings, fmt.Sprintf(
+				"the %s cursor %s is not on a boundary of unit %s in %s: pass the --tz the ticker runs with", u, c.Format(time.RFC3339), u, loc))
+		}
 		report.Units = append(report.Units, unitStatus{Unit: u, Cursor: &c, Next: tick.Next(u, c, loc), Behind: behind(u, c, now, loc)})
 	}
 	lease, err := store.Lease(ctx)
@@ -125,6 +132,9 @@ func behind(u tick.Unit, cursor, now time.Time, loc *time.Location) int {
 func printStatus(env Env, r statusReport) error {
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "now %s\n\n", r.Now.Format(time.RFC3339))
+	for _, w := range r.Warnings {
+		fmt.Fprintf(tw, "warning: %s\n\n", w)
+	}
 	if len(r.Units) == 0 {
 		fmt.Fprintln(tw, "no cursors yet: the ticker has not run on this database")
 	} else {

@@ -1,11 +1,12 @@
 // Package sink delivers passage-of-time events out of the ticker process:
 // as JSON lines on a writer, or as signed HTTP POSTs to webhooks.
 //
-// Both sinks implement the ticker's Publisher contract (Publish(ctx,
-// events...) error). A sink that cannot deliver returns an error, the ticker
-// then keeps its cursor where it was and offers the same events again at its
-// next wake-up, so a receiver that is down for a while gets every event, in
-// order, once it is back.
+// Every sink implements the ticker's Publisher contract (Publish(ctx,
+// events...) error). A sink that cannot deliver returns an error; the ticker
+// then keeps its cursor where it was and offers the same events again, so a
+// receiver that is down for a while gets every event, in order, once it is
+// back. A [Fanout] over the sinks keeps the ones that did take an event from
+// getting it twice.
 //
 // # Webhook requests
 //

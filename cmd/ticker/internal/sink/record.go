@@ -44,11 +44,11 @@ func NewRecord(event any) (Record, error) {
 	}
 	e, ok := event.(tick.Event)
 	if !ok {
-		return Record{}, fmt.Errorf("sink: %T is not a passage-of-time event", event)
+		return Record{}, fmt.Errorf("%w: %T", ErrNotATickEvent, event)
 	}
 	p, ok := passage(e)
 	if !ok {
-		return Record{}, fmt.Errorf("sink: %T does not carry a tick.Passage", event)
+		return Record{}, fmt.Errorf("%w: %T does not carry a tick.Passage", ErrNotATickEvent, event)
 	}
 	r := Record{
 		Type:      reflect.TypeOf(event).Name(),

@@ -6,7 +6,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,10 +23,6 @@ const (
 	HeaderEvent       = "X-Passage-Event"
 	HeaderIdempotency = "Idempotency-Key"
 )
-
-// ErrBadWebhookURL is returned by NewWebhook for a URL that is not absolute
-// http(s).
-var ErrBadWebhookURL = errors.New("sink: webhook URL must be an absolute http:// or https:// URL")
 
 // WebhookConfig configures a Webhook. Zero fields take the defaults given.
 type WebhookConfig struct {
@@ -48,16 +43,13 @@ type WebhookConfig struct {
 	Clock clockwork.Clock
 }
 
-// Webhook posts events to one URL, in order, retrying with backoff.
-//
-// It remembers the identity of the last event the receiver acknowledged,
-// so when the ticker offers a batch again after a failure, events the
-// receiver already has are not sent twice by this process.
+// Webhook posts events to one URL, in order, retrying with backoff. Wrap it
+// in a Fanout so events the receiver already acknowledged are not posted
+// again when the ticker offers them a second time.
 type Webhook struct {
-	cfg WebhookConfig
-
-	mu        sync.Mutex
-	delivered map[string]bool // IDs acknowledged in the batch being retried
+	cfg      WebhookConfig
+	redacted string     // the URL without its password, for errors
+	mu       sync.Mutex // one delivery at a time keeps the order
 }
 
 // NewWebhook checks cfg and returns a Webhook.
@@ -67,8 +59,9 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 		return nil, fmt.Errorf("%w: %q", ErrBadWebhookURL, cfg.URL)
 	}
 	if cfg.Attempts < 0 || cfg.InitialBackoff < 0 || cfg.MaxBackoff < 0 {
-		return nil, errors.New("sink: webhook attempts and backoffs must not be negative")
+		return nil, fmt.Errorf("%w: attempts %d, backoff %s, max backoff %s", ErrNegativeRetry, cfg.Attempts, cfg.InitialBackoff, cfg.MaxBackoff)
 	}
+	redacted := u.Redacted()
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 10 * time.Second}
 	}
@@ -84,11 +77,11 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clockwork.NewRealClock()
 	}
-	return &Webhook{cfg: cfg, delivered: map[string]bool{}}, nil
+	return &Webhook{cfg: cfg, redacted: redacted}, nil
 }
 
-// URL returns where the webhook posts.
-func (w *Webhook) URL() string { return w.cfg.URL }
+// URL returns where the webhook posts, with any password hidden.
+func (w *Webhook) URL() string { return w.redacted }
 
 // Publish posts the events one by one, in order. It returns at the first
 // event still failing after its attempts, so later events are never
@@ -101,16 +94,10 @@ func (w *Webhook) Publish(ctx context.Context, events ...any) error {
 		if err != nil {
 			return err
 		}
-		if w.delivered[rec.ID] {
-			continue
-		}
 		if err := w.deliver(ctx, body, rec); err != nil {
 			return err
 		}
-		w.delivered[rec.ID] = true
 	}
-	// The whole batch is through: the ticker will not offer it again.
-	clear(w.delivered)
 	return nil
 }
 
@@ -126,12 +113,12 @@ func (w *Webhook) deliver(ctx context.Context, body []byte, rec Record) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("sink: webhook %s: %s: %w (last error: %v)", w.cfg.URL, rec.ID, ctx.Err(), last)
+			return fmt.Errorf("sink: webhook %s: %s: %w (last error: %v)", w.redacted, rec.ID, ctx.Err(), last)
 		case <-w.cfg.Clock.After(backoff):
 		}
 		backoff = min(2*backoff, w.cfg.MaxBackoff)
 	}
-	return fmt.Errorf("sink: webhook %s: %s: giving up after %d attempts: %w", w.cfg.URL, rec.ID, w.cfg.Attempts, last)
+	return fmt.Errorf("sink: webhook %s: %s: giving up after %d attempts: %w", w.redacted, rec.ID, w.cfg.Attempts, last)
 }
 
 func (w *Webhook) post(ctx context.Context, body []byte, rec Record) error {
@@ -170,21 +157,4 @@ func Sign(secret, body []byte) string {
 func Verify(secret, body []byte, signature string) bool {
 	want := Sign(secret, body)
 	return strings.HasPrefix(signature, "sha256=") && hmac.Equal([]byte(signature), []byte(want))
-}
-
-// Multi publishes to several sinks in turn. Every sink is tried even when
-// one fails; the failures come back joined.
-type Multi []interface {
-	Publish(ctx context.Context, events ...any) error
-}
-
-// Publish implements the ticker's Publisher.
-func (m Multi) Publish(ctx context.Context, events ...any) error {
-	var errs []error
-	for _, s := range m {
-		if err := s.Publish(ctx, events...); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }

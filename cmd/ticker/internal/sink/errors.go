@@ -1,0 +1,15 @@
+package sink
+
+import "errors"
+
+var (
+	// ErrBadWebhookURL is returned by NewWebhook for a URL that is not
+	// absolute http(s).
+	ErrBadWebhookURL = errors.New("sink: webhook URL must be an absolute http:// or https:// URL")
+	// ErrNegativeRetry is returned by NewWebhook for negative attempts or
+	// backoffs.
+	ErrNegativeRetry = errors.New("sink: webhook attempts and backoffs must not be negative")
+	// ErrNotATickEvent is returned for a value that is neither a tick.Event
+	// nor a tick.TicksSkipped report.
+	ErrNotATickEvent = errors.New("sink: not a passage-of-time event")
+)
