@@ -61,6 +61,16 @@ func (s *MemoryStore) AcquireLease(_ context.Context, holder string, now time.Ti
 	return s.lease, nil
 }
 
+// ReleaseLease implements CursorStore.
+func (s *MemoryStore) ReleaseLease(_ context.Context, holder string, term int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lease.Holder == holder && s.lease.Term == term {
+		s.lease.Holder, s.lease.Expires = "", time.Time{}
+	}
+	return nil
+}
+
 // Cursors returns every unit's cursor.
 func (s *MemoryStore) Cursors(context.Context) (map[Unit]time.Time, error) {
 	s.mu.Lock()

@@ -142,6 +142,18 @@ ON CONFLICT (name) DO NOTHING`), leaseName, holder, expires); err != nil {
 	return lease, nil
 }
 
+// ReleaseLease implements CursorStore. The row keeps its term, so the
+// next holder's term is one more, and an empty holder, so that no replica
+// renews it as its own.
+func (s *SQLStore) ReleaseLease(ctx context.Context, holder string, term int64) error {
+	_, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE tick_lease SET holder = '', expires_at = 0
+WHERE name = ? AND holder = ? AND term = ?`), leaseName, holder, term)
+	if err != nil {
+		return fmt.Errorf("tick: release lease of %q at term %d: %w", holder, term, err)
+	}
+	return nil
+}
+
 // Cursors returns every unit's cursor, for status displays.
 func (s *SQLStore) Cursors(ctx context.Context) (map[Unit]time.Time, error) {
 	var rows []struct {

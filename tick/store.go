@@ -27,6 +27,12 @@ type CursorStore interface {
 	// The fencing term grows by one each time the lease changes hands and
 	// stays the same when the holder renews.
 	AcquireLease(ctx context.Context, holder string, now time.Time, ttl time.Duration) (Lease, error)
+
+	// ReleaseLease gives the lease up when holder still holds it at term,
+	// so that the next AcquireLease by anyone takes it at once, with a new
+	// term. When the lease has changed hands meanwhile it does nothing and
+	// returns nil: a stale holder cannot release its successor's lease.
+	ReleaseLease(ctx context.Context, holder string, term int64) error
 }
 
 // Lease is the right to emit among replicas sharing a store.

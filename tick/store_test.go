@@ -85,6 +85,23 @@ func TestCursorStore(t *testing.T) {
 			require.ErrorIs(t, s.Advance(ctx, Hour, time.Time{}, t0, a.Term), ErrLeaseLost)
 			require.NoError(t, other.Advance(ctx, Minute, t1, t1.Add(time.Minute), b.Term))
 
+			// Releasing: a stale holder releases nothing; the holder's
+			// release frees the lease at once, for a new term.
+			require.NoError(t, s.ReleaseLease(ctx, "a", a.Term))
+			a, err = s.AcquireLease(ctx, "a", t0.Add(100*time.Second), time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, "b", a.Holder, "a stale holder's release leaves the lease alone")
+			require.NoError(t, other.ReleaseLease(ctx, "b", b.Term))
+			c, err := s.AcquireLease(ctx, "c", t0.Add(100*time.Second), time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, Lease{Holder: "c", Term: 3, Expires: t0.Add(160 * time.Second)}, utcLease(c))
+			require.ErrorIs(t, other.Advance(ctx, Minute, t1.Add(time.Minute), t1.Add(2*time.Minute), b.Term), ErrLeaseLost)
+			require.NoError(t, other.ReleaseLease(ctx, "c", b.Term), "a release with an old term is a no-op")
+			c, err = other.AcquireLease(ctx, "b", t0.Add(101*time.Second), time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, "c", c.Holder)
+			b = c
+
 			if st, ok := s.(interface {
 				Cursors(context.Context) (map[Unit]time.Time, error)
 				Lease(context.Context) (Lease, error)
