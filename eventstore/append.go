@@ -157,12 +157,12 @@ func (s *Store) append(ctx context.Context, tx *sqlx.Tx, stream string, expected
 	return AppendResult{Version: recorded[len(recorded)-1].Version, Recorded: recorded}, nil
 }
 
-// safely runs f, turning a panic into an error so one misbehaving hook or
-// publisher cannot take the caller down with it.
+// safely runs f, turning a panic into a [*PanicError] so one misbehaving
+// hook or publisher cannot take the caller down with it.
 func safely(f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v", r)
+			err = newPanicError(r)
 		}
 	}()
 	return f()

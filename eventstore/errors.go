@@ -3,6 +3,7 @@ package eventstore
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 )
 
 var (
@@ -73,3 +74,29 @@ func (e *VersionConflictError) Is(target error) bool { return target == ErrWrong
 // Conflict reports true: the error is an optimistic-concurrency conflict,
 // worth a reload and a new decision rather than a failure.
 func (e *VersionConflictError) Conflict() bool { return true }
+
+// PanicError is the error a panicking [TxHook] or [Publisher] becomes, so
+// that it fails the append (or the publish) instead of crashing the caller.
+// Find it with errors.As; it unwraps to the panic value when that is an
+// error.
+type PanicError struct {
+	// Value is what was passed to panic.
+	Value any
+	// Stack is the panicking goroutine's stack, captured where the panic
+	// was recovered: it shows where the hook or publisher panicked.
+	Stack []byte
+}
+
+func newPanicError(v any) *PanicError {
+	return &PanicError{Value: v, Stack: debug.Stack()}
+}
+
+// Error reports the panic value only; the stack is in Stack.
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// Unwrap returns the panic value when it is an error (panic(err)), so that
+// errors.Is finds it.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}

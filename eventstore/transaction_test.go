@@ -154,4 +154,26 @@ func TestPanickingPublisherIsAnError(t *testing.T) {
 	require.ErrorIs(t, err, eventstore.ErrPublish)
 	require.ErrorContains(t, err, "panic: subscriber bug")
 	require.Equal(t, int64(1), res.Version)
+	var panicked *eventstore.PanicError
+	require.ErrorAs(t, err, &panicked)
+	require.Equal(t, "subscriber bug", panicked.Value)
+	require.Contains(t, string(panicked.Stack), "panickingPublisher.Publish", "the stack shows where it panicked")
+}
+
+// A hook that panics with an error fails the append with an error that
+// still matches the hook's error, and the stack of the panic.
+func TestPanickingHookKeepsValueAndStack(t *testing.T) {
+	t.Parallel()
+	f := setup(t, sqldbtest.Backends()[0], eventstore.WithInTransaction(panicWithOverdraft))
+	_, err := f.store.Append(f.ctx, "account-1", eventstore.NoStream, Opened{Owner: "Ada"})
+	require.ErrorIs(t, err, errOverdraft)
+	var panicked *eventstore.PanicError
+	require.ErrorAs(t, err, &panicked)
+	require.Equal(t, errOverdraft, panicked.Value)
+	require.Contains(t, string(panicked.Stack), "panicWithOverdraft")
+	f.requireEmpty(t, "account-1")
+}
+
+func panicWithOverdraft(context.Context, sqlx.ExtContext, []eventstore.Recorded) error {
+	panic(errOverdraft)
 }
