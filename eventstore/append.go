@@ -27,11 +27,13 @@ type AppendResult struct {
 // store's [Registry]. With no events, Append only checks expected against
 // the stream and returns its version.
 //
-// When expected does not hold, or another appender wins the race for the
-// same versions, the error is a [*VersionConflictError] (errors.Is
-// [ErrWrongExpectedVersion]) and nothing is stored. When the events were
-// committed but publishing failed, Append returns the result together with
-// an error matching [ErrPublish]: do not append again.
+// Appenders of one stream take turns, in one process or many, so [Any] and
+// [StreamExists] appends never conflict with each other: each lands after
+// the ones before it. When expected does not hold, the error is a
+// [*VersionConflictError] (errors.Is [ErrWrongExpectedVersion]) and
+// nothing is stored. When the events were committed but publishing failed,
+// Append returns the result together with an error matching [ErrPublish]:
+// do not append again.
 func (s *Store) Append(ctx context.Context, stream string, expected ExpectedVersion, events ...any) (AppendResult, error) {
 	res, err := s.appendCommitted(ctx, stream, expected, events)
 	if err != nil {
@@ -40,7 +42,36 @@ func (s *Store) Append(ctx context.Context, stream string, expected ExpectedVers
 	return res, s.Publish(ctx, res.Recorded)
 }
 
+// raceRetries bounds how many times Append starts over when the (stream,
+// version) constraint refuses an Any or StreamExists append. Appenders
+// taking turns never get there; a writer that does not take its turn (one
+// inserting rows itself, or reading from an older snapshot, see
+// [Store.AppendTx]) can make it happen, and every retry means one of its
+// appends landed.
+const raceRetries = 10
+
 func (s *Store) appendCommitted(ctx context.Context, stream string, expected ExpectedVersion, events []any) (AppendResult, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := s.appendInTx(ctx, stream, expected, events)
+		var conflict *VersionConflictError
+		if !errors.As(err, &conflict) || !conflict.raced {
+			return res, err
+		}
+		// The whole transaction starts over, hooks included: on
+		// PostgreSQL the refused insert has aborted it.
+		if expected.holdsAfterRace() && attempt <= raceRetries && ctx.Err() == nil {
+			continue
+		}
+		// Read the winner's version outside the aborted transaction so
+		// the error says where the stream is.
+		if actual, verr := s.Version(ctx, stream); verr == nil {
+			conflict.Actual, conflict.raced = actual, false
+		}
+		return AppendResult{}, err
+	}
+}
+
+func (s *Store) appendInTx(ctx context.Context, stream string, expected ExpectedVersion, events []any) (AppendResult, error) {
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("eventstore: append to stream %q: begin: %w", stream, err)
@@ -48,15 +79,6 @@ func (s *Store) appendCommitted(ctx context.Context, stream string, expected Exp
 	defer func() { _ = tx.Rollback() }()
 	res, err := s.append(ctx, tx, stream, expected, events)
 	if err != nil {
-		var conflict *VersionConflictError
-		if errors.As(err, &conflict) && conflict.raced {
-			// The transaction is aborted on PostgreSQL; read the winner's
-			// version outside it so the error says where the stream is.
-			_ = tx.Rollback()
-			if actual, verr := s.Version(ctx, stream); verr == nil {
-				conflict.Actual, conflict.raced = actual, false
-			}
-		}
 		return AppendResult{}, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -69,8 +91,16 @@ func (s *Store) appendCommitted(ctx context.Context, stream string, expected Exp
 // that write more than events atomically. tx must be on the store's
 // database. The [WithInTransaction] hooks run in it too; nothing is
 // published, because the store cannot know whether tx commits: after a
-// successful commit, publish with [Store.Publish]. After an error, roll tx
-// back: on PostgreSQL a lost race has aborted it.
+// successful commit, publish with [Store.Publish].
+//
+// Appending takes the stream's turn until tx ends (on PostgreSQL a
+// transaction-scoped advisory lock; on SQLite the immediate transaction
+// holds the write lock anyway): other appenders of the stream wait for tx
+// to commit or roll back, so keep it short. Taking turns relies on tx
+// reading the latest committed version, as PostgreSQL's default READ
+// COMMITTED does; in a REPEATABLE READ or SERIALIZABLE transaction that
+// read earlier, even an [Any] append can lose a race. After an error, roll
+// tx back: on PostgreSQL a lost race has aborted it.
 func (s *Store) AppendTx(ctx context.Context, tx *sqlx.Tx, stream string, expected ExpectedVersion, events ...any) (AppendResult, error) {
 	if tx == nil {
 		return AppendResult{}, fmt.Errorf("%w: append to stream %q: transaction must not be nil", ErrInvalidArgument, stream)
@@ -125,6 +155,14 @@ func (s *Store) append(ctx context.Context, tx *sqlx.Tx, stream string, expected
 		batch[i] = encoded{name, data, value}
 	}
 
+	// Take the stream's turn before reading its version, so the version
+	// read is the one the events go after (see queries.lock). A check
+	// without events needs no turn.
+	if s.q.lock != "" && len(batch) > 0 {
+		if _, err := tx.ExecContext(ctx, s.q.lock, stream); err != nil {
+			return AppendResult{}, fmt.Errorf("eventstore: append to stream %q: wait for the stream's turn: %w", stream, err)
+		}
+	}
 	var current int64
 	if err := tx.GetContext(ctx, &current, s.q.version, stream); err != nil {
 		return AppendResult{}, fmt.Errorf("eventstore: append to stream %q: read version: %w", stream, err)

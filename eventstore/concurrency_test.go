@@ -123,3 +123,57 @@ func typed[E any](t *testing.T, events []any) []E {
 	}
 	return out
 }
+
+// Writers on two handles append to one stream as fast as they can expecting
+// Any or StreamExists, conditions a concurrent append cannot break: every
+// append lands, after the ones before it, with no gaps and no duplicates.
+func TestConcurrentUnconditionalAppendsAllLand(t *testing.T) {
+	t.Parallel()
+	const writers, appends = 8, 20
+	for _, expected := range []eventstore.ExpectedVersion{eventstore.Any, eventstore.StreamExists} {
+		t.Run(expected.String(), func(t *testing.T) {
+			t.Parallel()
+			forEachBackend(t, func(t *testing.T, backend sqldbtest.Backend) {
+				f := setup(t, backend)
+				stores := []*eventstore.Store{f.store, f.secondStore(t)}
+				const stream = "account-shared"
+				_, err := f.store.Append(f.ctx, stream, eventstore.NoStream, Opened{Owner: "Ada"})
+				require.NoError(t, err)
+
+				var wg sync.WaitGroup
+				start := make(chan struct{})
+				errs := make([]error, writers)
+				for w := range writers {
+					wg.Go(func() {
+						<-start
+						for a := range appends {
+							if _, err := stores[w%2].Append(f.ctx, stream, expected, Deposited{Amount: a, By: w}); err != nil {
+								errs[w] = fmt.Errorf("writer %d append %d: %w", w, a, err)
+								return
+							}
+						}
+					})
+				}
+				close(start)
+				wg.Wait()
+				for _, err := range errs {
+					require.NoError(t, err)
+				}
+
+				loaded, err := f.store.Load(f.ctx, stream, 0)
+				require.NoError(t, err)
+				require.Len(t, loaded, 1+writers*appends)
+				next := make([]int, writers)
+				for i, r := range loaded {
+					require.Equal(t, int64(i+1), r.Version, "no gaps, no duplicates")
+					if i == 0 {
+						continue
+					}
+					d := r.Event.(Deposited)
+					require.Equal(t, next[d.By], d.Amount, "writer %d: each append once, in order", d.By)
+					next[d.By]++
+				}
+			})
+		})
+	}
+}

@@ -4,11 +4,14 @@
 //
 // A stream is a named sequence of events, each with a version counting from
 // 1. [Store.Append] adds events at the end only if an [ExpectedVersion]
-// holds: [NoStream], [StreamExists], [Any] or [Exact]. The unique
-// (stream, version) constraint in the database decides who wins, not a lock
-// in the process: two appenders, in one process or on two machines, cannot
-// both write the same version; the loser gets a [*VersionConflictError]
-// matching [ErrWrongExpectedVersion].
+// holds: [NoStream], [StreamExists], [Any] or [Exact]. The database decides,
+// not a lock in the process: appenders of one stream, in one process or on
+// two machines, take turns (on PostgreSQL through an advisory lock per
+// stream, on SQLite through the write lock), and the unique (stream,
+// version) constraint makes it impossible for two to write the same version
+// whatever happens. An append whose expected version does not hold gets a
+// [*VersionConflictError] matching [ErrWrongExpectedVersion]; [Any] and
+// [StreamExists] appends go after whatever was appended before them.
 //
 // Events are Go values stored as JSON under a name from a [Registry], so the
 // Go type can be renamed and gain or lose fields while old events stay

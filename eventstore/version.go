@@ -68,3 +68,10 @@ func (e ExpectedVersion) allows(actual int64) bool {
 		return int64(e) == actual
 	}
 }
+
+// holdsAfterRace reports whether e still holds for a stream whose next
+// version another appender just took: it is Any or StreamExists, so the
+// append can simply go after it.
+func (e ExpectedVersion) holdsAfterRace() bool {
+	return e == Any || e == StreamExists
+}
