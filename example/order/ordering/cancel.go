@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 
 	"github.com/jonboulle/clockwork"
@@ -29,7 +30,7 @@ const conflictRetries = 3
 // cancellations and drives the processor; opts tune it (batch size, lease,
 // observer).
 func HandleCancelOrder(store *eventstore.Store, pending *todolist.List, clock clockwork.Clock, opts ...todolist.ProcessorOption) (func(context.Context, tick.MinuteHasPassed) error, error) {
-	c, err := newCanceller(store, clock)
+	c, err := newCanceller(store, clock, &unpublished{logger: slog.Default()})
 	if err != nil {
 		return nil, err
 	}
@@ -44,9 +45,9 @@ type canceller struct {
 	timedOut  atomic.Int64 // orders cancelled with ReasonTimedOut
 	untouched atomic.Int64 // due orders that decided nothing (paid or closed)
 	conflicts atomic.Int64 // appends lost to a concurrent writer
-	// unpublished counts cancellations committed whose publishing failed;
-	// they stand, but bus subscribers did not hear of them.
-	unpublished atomic.Int64
+	// unpublished counts and logs cancellations committed whose publishing
+	// failed; they stand, but bus subscribers did not hear of them.
+	unpublished *unpublished
 
 	// beforeDecide, when set, runs after the order was loaded and before
 	// it decides, on the first attempt only: tests and the demo use it to
@@ -54,14 +55,14 @@ type canceller struct {
 	beforeDecide func(ctx context.Context, orderID string) error
 }
 
-func newCanceller(store *eventstore.Store, clock clockwork.Clock) (*canceller, error) {
+func newCanceller(store *eventstore.Store, clock clockwork.Clock, unpublished *unpublished) (*canceller, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: event store must not be nil", ErrInvalidConfig)
 	}
 	if clock == nil {
 		return nil, fmt.Errorf("%w: clock must not be nil", ErrInvalidConfig)
 	}
-	return &canceller{store: store, clock: clock}, nil
+	return &canceller{store: store, clock: clock, unpublished: unpublished}, nil
 }
 
 func (c *canceller) handler(pending *todolist.List, opts ...todolist.ProcessorOption) (func(context.Context, tick.MinuteHasPassed) error, error) {
@@ -99,11 +100,9 @@ func (c *canceller) cancel(ctx context.Context, item todolist.Item) error {
 		return nil
 	}
 	c.timedOut.Add(1)
-	if err != nil {
-		// The cancellation and the list update committed together; only
-		// the bus missed it. Retrying would decide nothing, so count it
-		// instead of failing the item.
-		c.unpublished.Add(1)
-	}
+	// The cancellation and the list update committed together; only the
+	// bus may have missed it. Retrying would decide nothing, so count it
+	// instead of failing the item.
+	c.unpublished.check(ctx, err, slog.String("command", "time out"), slog.String("order", item.ID))
 	return nil
 }

@@ -18,6 +18,9 @@ var (
 	// ErrInvalidPayment is returned for a payment that is not positive or
 	// exceeds what is left to pay.
 	ErrInvalidPayment = errors.New("ordering: invalid payment")
+	// ErrOrderPaid is returned when cancelling an order paid in full: it
+	// must be refunded first, which this example does not do.
+	ErrOrderPaid = errors.New("ordering: order is paid")
 	// ErrNotPaid is returned when completing an order not yet paid in full.
 	ErrNotPaid = errors.New("ordering: order is not paid in full")
 	// ErrInvalidConfig is returned by [Open] and [RunDemo] for an unusable

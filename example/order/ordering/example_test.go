@@ -50,14 +50,15 @@ func Example_aggregate() {
 	fmt.Printf("at 09:16: %+v\n", timedOut[0])
 
 	o = ordering.Evolve(o, timedOut[0])
-	fmt.Println(o.Status, "- cancelling again:", len(o.Cancel("again", placed.Add(time.Hour))), "events")
+	again, err := o.Cancel("again", placed.Add(time.Hour))
+	fmt.Println(o.Status, "- cancelling again:", len(again), "events,", err)
 	_, err = o.RecordPayment(2500, placed.Add(time.Hour))
 	fmt.Println(err)
 	// Output:
 	// awaiting payment 25.00 due 09:15
 	// at 09:10: 0 events
 	// at 09:16: {OrderID:order-1 Reason:timed out CancelledAt:2026-03-29 09:16:00 +0000 UTC}
-	// cancelled - cancelling again: 0 events
+	// cancelled - cancelling again: 0 events, <nil>
 	// ordering: order is closed: order order-1 is cancelled, cannot record a payment
 }
 

@@ -156,14 +156,20 @@ func (o Order) Complete(at time.Time) ([]any, error) {
 	return []any{OrderCompleted{OrderID: o.ID, CompletedAt: at}}, nil
 }
 
-// Cancel decides the event cancelling the order for reason. It returns
-// nothing when the order is already closed (or was never initiated): there is
-// nothing left to cancel, which is not an error.
-func (o Order) Cancel(reason string, at time.Time) []any {
-	if o.Status == StatusNone || o.Closed() {
-		return nil
+// Cancel decides the event cancelling the order for reason. It decides
+// nothing when the order is already closed (or was never initiated): there
+// is nothing left to cancel, which is not an error. A paid order is not
+// cancelled: the client did their part, and taking the money back is a
+// refund, which this example leaves out; Cancel fails with [ErrOrderPaid].
+// An order paid in part can be cancelled.
+func (o Order) Cancel(reason string, at time.Time) ([]any, error) {
+	if o.Status == StatusPaid {
+		return nil, fmt.Errorf("%w: order %s: %s paid, refund it before cancelling", ErrOrderPaid, o.ID, o.Paid)
 	}
-	return []any{OrderCancelled{OrderID: o.ID, Reason: reason, CancelledAt: at}}
+	if o.Status == StatusNone || o.Closed() {
+		return nil, nil
+	}
+	return o.cancelled(reason, at), nil
 }
 
 // TimeOut decides what happens when the order's payment deadline has passed
@@ -174,7 +180,11 @@ func (o Order) TimeOut(at time.Time) []any {
 	if o.Status != StatusAwaitingPayment || at.Before(o.TimeoutAfter) {
 		return nil
 	}
-	return o.Cancel(ReasonTimedOut, at)
+	return o.cancelled(ReasonTimedOut, at)
+}
+
+func (o Order) cancelled(reason string, at time.Time) []any {
+	return []any{OrderCancelled{OrderID: o.ID, Reason: reason, CancelledAt: at}}
 }
 
 func (o Order) mustBeOpen(doing string) error {

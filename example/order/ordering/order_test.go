@@ -93,12 +93,13 @@ func TestPaymentsAddUpToPaidAndCompletionNeedsThem(t *testing.T) {
 func TestCancelDecidesNothingOnAClosedOrder(t *testing.T) {
 	t.Parallel()
 	o := initiated(t)
-	events := o.Cancel("client changed their mind", start)
+	events, err := o.Cancel("client changed their mind", start)
+	require.NoError(t, err)
 	require.Equal(t, []any{ordering.OrderCancelled{OrderID: "o-1", Reason: "client changed their mind", CancelledAt: start}}, events)
 	cancelled := ordering.Evolve(o, events[0])
 	require.Equal(t, ordering.StatusCancelled, cancelled.Status)
-	require.Empty(t, cancelled.Cancel("again", start))
-	_, err := cancelled.RecordPayment(100, start)
+	requireCancelDecidesNothing(t, cancelled)
+	_, err = cancelled.RecordPayment(100, start)
 	require.ErrorIs(t, err, ordering.ErrOrderClosed)
 	_, err = cancelled.Complete(start)
 	require.ErrorIs(t, err, ordering.ErrOrderClosed)
@@ -108,8 +109,34 @@ func TestCancelDecidesNothingOnAClosedOrder(t *testing.T) {
 		ordering.OrderPaymentRecorded{OrderID: "o-2", Amount: 100},
 		ordering.OrderCompleted{OrderID: "o-2"},
 	)
-	require.Empty(t, completed.Cancel("late", start))
-	require.Empty(t, ordering.Order{}.Cancel("never placed", start))
+	requireCancelDecidesNothing(t, completed)
+	requireCancelDecidesNothing(t, ordering.Order{})
+}
+
+func requireCancelDecidesNothing(t *testing.T, o ordering.Order) {
+	t.Helper()
+	events, err := o.Cancel("again", start)
+	require.NoError(t, err)
+	require.Empty(t, events)
+}
+
+// A paid order would need a refund, so cancelling it is refused; an order
+// paid in part is still cancelled.
+func TestCancelRefusesAPaidOrder(t *testing.T) {
+	t.Parallel()
+	o := ordering.Fold(
+		ordering.OrderInitiated{OrderID: "o-3", Total: 100, TimeoutAfter: start},
+		ordering.OrderPaymentRecorded{OrderID: "o-3", Amount: 40},
+	)
+	events, err := o.Cancel("changed my mind", start)
+	require.NoError(t, err)
+	require.Len(t, events, 1)
+
+	paid := ordering.Evolve(o, ordering.OrderPaymentRecorded{OrderID: "o-3", Amount: 60})
+	events, err = paid.Cancel("changed my mind", start)
+	require.ErrorIs(t, err, ordering.ErrOrderPaid)
+	require.ErrorContains(t, err, "order o-3: 1.00 paid")
+	require.Empty(t, events)
 }
 
 func TestTimeOutCancelsOnlyAnUnpaidOrderPastItsDeadline(t *testing.T) {

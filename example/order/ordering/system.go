@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,6 +34,9 @@ type Config struct {
 	// Processor holds extra options for the cancel-order processor, such as
 	// todolist.WithBatchSize or todolist.WithObserver.
 	Processor []todolist.ProcessorOption
+	// Logger reports order changes that were committed but could not be
+	// published on Bus (see [Stats].Unpublished). Default: slog.Default().
+	Logger *slog.Logger
 }
 
 // NewOrder is a cart a client confirms: what [System.Place] needs.
@@ -42,7 +47,8 @@ type NewOrder struct {
 	Timeout time.Duration
 }
 
-// Stats counts what a System's timeout handler did since Open.
+// Stats counts what a System did since Open: what its timeout handler did,
+// and the changes it could not publish.
 type Stats struct {
 	// TimedOut counts orders cancelled because their deadline passed.
 	TimedOut int64
@@ -53,8 +59,12 @@ type Stats struct {
 	// writer and were decided again on the reloaded order — resolved, not
 	// failed.
 	Conflicts int64
-	// Unpublished counts cancellations that were committed (and removed
-	// from the to-do list) but could not be published on the bus.
+	// Unpublished counts commits of order changes — a command (a PlaceAll
+	// batch counts once) or a timeout — that were committed with the to-do
+	// list but could not be published on the bus, because a subscriber
+	// failed. They stand: the command that made them returned
+	// no error, so a client does not retry and pay twice. Each is also
+	// logged to Config.Logger.
 	Unpublished int64
 }
 
@@ -73,6 +83,8 @@ type System struct {
 	pending *todolist.List
 	cancel  *canceller
 	sub     *bus.Subscription
+	// unpublished is shared with cancel, so Stats counts both.
+	unpublished *unpublished
 
 	closeOnce sync.Once
 	closeErr  error
@@ -85,7 +97,10 @@ func Open(ctx context.Context, db *sqlx.DB, cfg Config) (*System, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: database must not be nil", ErrInvalidConfig)
 	}
-	s := &System{db: db, clock: cfg.Clock, bus: cfg.Bus}
+	s := &System{db: db, clock: cfg.Clock, bus: cfg.Bus, unpublished: &unpublished{logger: cfg.Logger}}
+	if s.unpublished.logger == nil {
+		s.unpublished.logger = slog.Default()
+	}
 	if s.clock == nil {
 		s.clock = clockwork.NewRealClock()
 	}
@@ -125,7 +140,7 @@ func (s *System) wire(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("ordering: open: %w", err)
 	}
 	s.store = store
-	if s.cancel, err = newCanceller(store, s.clock); err != nil {
+	if s.cancel, err = newCanceller(store, s.clock, s.unpublished); err != nil {
 		return err
 	}
 	handler, err := s.cancel.handler(s.pending, cfg.Processor...)
@@ -158,7 +173,7 @@ func (s *System) Stats() Stats {
 		TimedOut:    s.cancel.timedOut.Load(),
 		Untouched:   s.cancel.untouched.Load(),
 		Conflicts:   s.cancel.conflicts.Load(),
-		Unpublished: s.cancel.unpublished.Load(),
+		Unpublished: s.unpublished.count.Load(),
 	}
 }
 
@@ -176,6 +191,8 @@ func (s *System) Place(ctx context.Context, o NewOrder) (string, error) {
 // PlaceAll initiates every order of orders in one transaction — all are
 // placed or none — and returns their IDs in the same order. It is how a bulk
 // import or a load test places many orders without paying a commit for each.
+// Once committed the orders are placed, even if publishing them fails (see
+// [Stats].Unpublished).
 func (s *System) PlaceAll(ctx context.Context, orders []NewOrder) ([]string, error) {
 	now := s.clock.Now()
 	ids := make([]string, len(orders))
@@ -206,9 +223,7 @@ func (s *System) PlaceAll(ctx context.Context, orders []NewOrder) ([]string, err
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("ordering: place %d orders: commit: %w", len(orders), err)
 	}
-	if err := s.store.Publish(ctx, recorded); err != nil {
-		return ids, fmt.Errorf("ordering: placed %d orders: %w", len(orders), err)
-	}
+	s.unpublished.check(ctx, s.store.Publish(ctx, recorded), slog.String("command", "place"), slog.Int("orders", len(orders)))
 	return ids, nil
 }
 
@@ -229,6 +244,10 @@ func (s *System) Order(ctx context.Context, id string) (Order, error) {
 // order after it. A payment that loses a race with a concurrent change is
 // decided again on the reloaded order, so paying an order just cancelled
 // fails with [ErrOrderClosed] rather than landing.
+//
+// Like every command, Pay returns no error once the change is committed,
+// even if publishing it fails (see [Stats].Unpublished): an error means
+// nothing was recorded, so retrying cannot pay twice.
 func (s *System) Pay(ctx context.Context, id string, amount Money) (Order, error) {
 	return s.update(ctx, id, "pay", func(o Order) ([]any, error) {
 		return o.RecordPayment(amount, s.clock.Now())
@@ -244,18 +263,23 @@ func (s *System) Complete(ctx context.Context, id string) (Order, error) {
 }
 
 // Cancel cancels the order with id for reason; an order already closed stays
-// as it is, and is returned without error.
+// as it is, and is returned without error. A paid order is not cancelled:
+// the error matches [ErrOrderPaid].
 func (s *System) Cancel(ctx context.Context, id, reason string) (Order, error) {
 	return s.update(ctx, id, "cancel", func(o Order) ([]any, error) {
 		if o.Status == StatusNone {
 			return nil, ErrOrderNotFound
 		}
-		return o.Cancel(reason, s.clock.Now()), nil
+		return o.Cancel(reason, s.clock.Now())
 	})
 }
 
 func (s *System) update(ctx context.Context, id, doing string, decide func(Order) ([]any, error)) (Order, error) {
 	res, err := eventstore.Update(ctx, s.store, StreamOf(id), Order{}, Evolve, decide, eventstore.WithRetries(conflictRetries))
+	if errors.Is(err, eventstore.ErrPublish) {
+		s.unpublished.check(ctx, err, slog.String("command", doing), slog.String("order", id))
+		return res.State, nil
+	}
 	if err != nil {
 		return res.State, fmt.Errorf("ordering: %s order %s: %w", doing, id, err)
 	}
@@ -273,4 +297,23 @@ func (s *System) Close(ctx context.Context) error {
 		}
 	})
 	return s.closeErr
+}
+
+// unpublished counts and logs order changes committed but not published.
+// Retrying would not help the subscribers (the change stands, and deciding
+// again decides nothing or something else), and failing the command would
+// make the client retry a change already made.
+type unpublished struct {
+	count  atomic.Int64
+	logger *slog.Logger
+}
+
+// check counts and logs err, the outcome of publishing one commit, which
+// attrs describe, when it is not nil.
+func (u *unpublished) check(ctx context.Context, err error, attrs ...slog.Attr) {
+	if err == nil {
+		return
+	}
+	u.count.Add(1)
+	u.logger.LogAttrs(ctx, slog.LevelError, "ordering: change committed but not published", append(attrs, slog.Any("error", err))...)
 }
