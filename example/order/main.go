@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,28 +34,33 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, stdout io.Writer) error {
+func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	flags := flag.NewFlagSet("order", flag.ContinueOnError)
-	orders := flags.Int("orders", 20, "how many orders are placed")
+	orders := flags.Int("orders", 20, fmt.Sprintf("how many orders are placed, 1 to %d", ordering.DemoMaxOrders))
 	paid := flags.Float64("paid", 0.5, "share of orders paid before their deadline, 0 to 1")
 	seed := flags.Uint64("seed", 1, "seed of the deadlines and payment times")
 	dsn := flags.String("db", "", "SQLite file or postgres:// DSN of an empty database (default: a temporary SQLite file)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
+	// Checked here because the demo's configuration takes 0 to mean its
+	// default, which the flag already provides.
+	if *orders < 1 || *orders > ordering.DemoMaxOrders {
+		return fmt.Errorf("-orders %d: must be between 1 and %d", *orders, ordering.DemoMaxOrders)
+	}
 	if *dsn == "" {
 		dir, err := os.MkdirTemp("", "passage-order-demo")
 		if err != nil {
-			return err
+			return fmt.Errorf("create a temporary directory for the database: %w", err)
 		}
-		defer func() { _ = os.RemoveAll(dir) }()
+		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
 		*dsn = filepath.Join(dir, "orders.db")
 	}
 	db, err := sqldb.Open(ctx, *dsn)
 	if err != nil {
-		return err
+		return fmt.Errorf("open the database: %w", err)
 	}
-	defer func() { _ = db.Close() }()
+	defer func() { err = errors.Join(err, db.Close()) }()
 	cfg := ordering.DemoConfig{Orders: *orders, PaidShare: *paid, Seed: *seed}
 	if *paid == 0 {
 		cfg.PaidShare = ordering.NoneWillPay

@@ -36,4 +36,8 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	var out bytes.Buffer
 	require.ErrorContains(t, run(context.Background(), []string{"-orders", "many"}, &out), `invalid value "many" for flag -orders`)
 	require.ErrorContains(t, run(context.Background(), []string{"-paid", "2", "-db", filepath.Join(t.TempDir(), "x.db")}, &out), "paid share must be between 0 and 1")
+	for _, n := range []string{"0", "-3", "1000001"} {
+		require.ErrorContains(t, run(context.Background(), []string{"-orders", n}, &out), "-orders "+n+": must be between 1 and 1000000")
+	}
+	require.Empty(t, out.String(), "nothing runs")
 }
