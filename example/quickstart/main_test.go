@@ -55,3 +55,10 @@ func TestQuickstartCancelsTheUnpaidOrderAfterItsDeadline(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 }
+
+func TestQuickstartSaysWhatFailed(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "no-such-directory", "q.db")
+	err := run(context.Background(), missing, clockwork.NewFakeClock(), &syncBuffer{}, nil)
+	require.ErrorContains(t, err, "open the to-do list: ")
+}
