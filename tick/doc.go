@@ -7,8 +7,8 @@
 // # Boundaries
 //
 // Next, Previous and Boundaries compute boundaries by calendar arithmetic
-// in a *time.Location: a day is the first instant of each local date (01:00
-// where midnight is skipped), an hour is each instant the wall clock shows
+// in a *time.Location: a day is the first instant of each local date (where
+// a DST jump skips midnight, the first instant after the gap), an hour is each instant the wall clock shows
 // HH:00 (a repeated fall-back hour passes twice, a skipped one never), and
 // week (ISO, Monday), month, quarter and year begin at the first instant of
 // the local period.
@@ -25,19 +25,28 @@
 //   - after downtime the unit's CatchUp policy (All, LatestOnly, Skip)
 //     decides what is emitted late, each such event marked CatchUp, and
 //     what it leaves out is published as a TicksSkipped and counted;
-//   - a publish error leaves the cursor on the last published boundary and
-//     the failed one is retried at the next wake-up (at-least-once);
+//   - a publish or store error leaves the cursor on the last published
+//     boundary; the failed one is retried after a backoff (WithRetryBackoff)
+//     or at the next boundary, whichever is sooner (at-least-once), and the
+//     failure is counted (Stats) and reported (Observer);
 //   - a clock going backwards emits nothing twice;
 //   - with WithLease, replicas sharing a SQL store elect one emitter through
-//     a lease with a fencing term; a stale leader's cursor write fails.
+//     a lease with a fencing term, renewed every third of its ttl and
+//     checked before every publish; a stale leader's cursor write fails,
+//     and Stop releases the lease for the next replica.
+//
+// Stop ends a catch-up between two events: it waits for the publish in
+// flight, saves the cursor and returns, so a long catch-up to a slow
+// receiver neither delays shutdown nor loses its progress.
 //
 // The first time a ticker runs for a unit (no cursor yet) it starts from
 // now: the most recent boundary becomes the cursor without being emitted,
 // so a new deployment does not replay history.
 //
 // Delivery is at-least-once. A crash between publishing and writing the
-// cursor (written every 256 events during a catch-up, after every live
-// event) re-publishes those events; handlers deduplicate by Event.ID.
+// cursor (written every 256 events during a catch-up, at every lease
+// renewal, and after every live event) re-publishes those events; handlers
+// deduplicate by Event.ID.
 //
 // # Tests
 //

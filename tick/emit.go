@@ -12,59 +12,105 @@ import (
 // idempotent); per-event writes would bound SQLite catch-up by fsyncs.
 var cursorBatch = 256
 
-// pass emits, for every unit, what is due in (cursor, now]. Boundaries
-// before liveFrom passed while the ticker was not running and count as
-// missed. A failing unit does not stop the others, except when the lease
-// is lost: then nothing more may be written.
-func (t *Ticker) pass(ctx context.Context, now, liveFrom time.Time) error {
+// passMode says what kind of pass runs.
+type passMode struct {
+	// liveFrom is the instant before which a boundary counts as missed.
+	liveFrom time.Time
+	// stop, when closed, ends the pass between two events (Stop).
+	stop <-chan struct{}
+	// backfill leaves a unit without a cursor alone instead of recording
+	// its starting point (EmitUntil).
+	backfill bool
+}
+
+// outcome is what a pass did, for the wake-up schedule and EmitUntil.
+type outcome struct {
+	published int        // events and skip reports published
+	lease     *leaseHold // the lease held at the end; nil without WithLease or when lost
+	seen      Lease      // the lease as last read, with WithLease
+}
+
+// pass emits, for every unit, what is due in (cursor, now]. A failing unit
+// does not stop the others, except when the lease is lost: then nothing
+// more may be written.
+func (t *Ticker) pass(ctx context.Context, now time.Time, m passMode) (outcome, error) {
 	t.emitMu.Lock()
 	defer t.emitMu.Unlock()
-	lease, err := t.lease(ctx)
+	var out outcome
+	if stopping(m.stop) {
+		return out, nil
+	}
+	h, err := t.lease(ctx, &out.seen)
 	if err != nil {
-		return err
+		return out, err
 	}
 	var errs []error
 	for _, u := range t.cfg.units {
-		err := t.emitUnit(ctx, lease, u, now, liveFrom)
+		if stopping(m.stop) {
+			break
+		}
+		err := t.emitUnit(ctx, h, u, now, m, &out)
 		if err != nil {
 			errs = append(errs, err)
 			if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrNotLeader) {
-				break
+				return out, errors.Join(errs...)
 			}
 		}
 	}
-	return errors.Join(errs...)
+	if h.term != 0 {
+		out.lease = h
+	}
+	return out, errors.Join(errs...)
+}
+
+func stopping(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // leaseHold is the lease a pass emits under; zero term without WithLease.
 type leaseHold struct {
 	term  int64
-	taken time.Time // by the clock, to renew during a long pass
+	taken time.Time // by the clock, when it was last taken or renewed
 }
 
-func (t *Ticker) lease(ctx context.Context) (*leaseHold, error) {
+// lease takes or renews the lease, recording what it saw in seen.
+func (t *Ticker) lease(ctx context.Context, seen *Lease) (*leaseHold, error) {
 	if t.cfg.holder == "" {
 		return &leaseHold{}, nil
 	}
 	now := t.cfg.clock.Now()
 	l, err := t.store.AcquireLease(ctx, t.cfg.holder, now, t.cfg.ttl)
 	if err != nil {
-		return nil, err
+		return nil, t.storeFailed(err)
 	}
+	*seen = l
 	if l.Holder != t.cfg.holder {
 		return nil, fmt.Errorf("%w: %q until %v", ErrNotLeader, l.Holder, l.Expires)
 	}
 	return &leaseHold{term: l.Term, taken: now}, nil
 }
 
-// renew keeps the lease during a long pass, a third of its ttl at a time.
+// renewDue reports whether h is old enough to be renewed before the next
+// publish: a third of the ttl leaves two thirds of it for that publish.
+func (t *Ticker) renewDue(h *leaseHold) bool {
+	return h.term != 0 && t.cfg.clock.Since(h.taken) >= t.cfg.ttl/3
+}
+
+// renew renews h in the store; any failure ends the pass, so nothing is
+// published on a lease that may have passed to another replica.
 func (t *Ticker) renew(ctx context.Context, h *leaseHold) error {
-	if h.term == 0 || t.cfg.clock.Since(h.taken) < t.cfg.ttl/3 {
-		return nil
+	var seen Lease
+	fresh, err := t.lease(ctx, &seen)
+	if errors.Is(err, ErrNotLeader) {
+		return fmt.Errorf("%w: %q took over (term %d) while this pass ran at term %d", ErrLeaseLost, seen.Holder, seen.Term, h.term)
 	}
-	fresh, err := t.lease(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("tick: renew lease: %w", err)
 	}
 	if fresh.term != h.term {
 		return fmt.Errorf("%w: term %d became %d during the pass", ErrLeaseLost, h.term, fresh.term)
@@ -73,17 +119,38 @@ func (t *Ticker) renew(ctx context.Context, h *leaseHold) error {
 	return nil
 }
 
+// storeFailed counts and reports a failed store call; refusals that are
+// the store's job (ErrCursorMoved, ErrLeaseLost) are not failures.
+func (t *Ticker) storeFailed(err error) error {
+	if err == nil || errors.Is(err, ErrCursorMoved) || errors.Is(err, ErrLeaseLost) {
+		return err
+	}
+	t.stats.storeFailures.Add(1)
+	if f := t.cfg.observer.StoreFailed; f != nil {
+		f(err)
+	}
+	return err
+}
+
+// advance moves unit's cursor, counting a failure.
+func (t *Ticker) advance(ctx context.Context, u Unit, from, to time.Time, term int64) error {
+	return t.storeFailed(t.store.Advance(ctx, u, from, to, term))
+}
+
 // emitUnit is one unit's share of a pass.
-func (t *Ticker) emitUnit(ctx context.Context, h *leaseHold, u Unit, now, liveFrom time.Time) error {
+func (t *Ticker) emitUnit(ctx context.Context, h *leaseHold, u Unit, now time.Time, m passMode, out *outcome) error {
 	loc := t.cfg.loc
 	cur, err := t.store.Cursor(ctx, u)
 	if err != nil {
-		return err
+		return t.storeFailed(err)
 	}
 	if cur.IsZero() {
+		if m.backfill {
+			return nil // no starting point: nothing to backfill from
+		}
 		// First run ever: start from now. The latest boundary becomes the
 		// cursor without an event, so a new deployment emits no storm.
-		return t.store.Advance(ctx, u, time.Time{}, Previous(u, now, loc), h.term)
+		return t.advance(ctx, u, time.Time{}, Previous(u, now, loc), h.term)
 	}
 	cur = cur.In(loc)
 	first := Next(u, cur, loc)
@@ -91,32 +158,34 @@ func (t *Ticker) emitUnit(ctx context.Context, h *leaseHold, u Unit, now, liveFr
 		return nil // nothing due, or the clock went back: nothing twice
 	}
 	latest := Previous(u, now, loc)
-	live := !latest.Before(liveFrom)
+	live := !latest.Before(m.liveFrom)
 	policy := t.cfg.policy(u)
 	p := planFor(policy, u, loc, first, latest, now, live)
 
 	if p.keepFrom.After(first) {
-		last, err := t.reportSkipped(ctx, u, policy, cur, p.keepFrom)
+		last, err := t.reportSkipped(ctx, h, u, policy, cur, p.keepFrom)
 		if err != nil {
 			return err
 		}
+		out.published++
 		if p.keepFrom.After(latest) {
-			return t.store.Advance(ctx, u, cur, last, h.term)
+			return t.advance(ctx, u, cur, last, h.term)
 		}
 	}
 
 	e := emission{t: t, h: h, unit: u, persisted: cur, prev: cur}
-	for b := p.keepFrom; !b.After(latest); b = Next(u, b, loc) {
+	for b := p.keepFrom; !b.After(latest) && !stopping(m.stop); b = Next(u, b, loc) {
 		if err := e.emit(ctx, b, !live || b.Before(latest)); err != nil {
 			return errors.Join(err, e.flush(ctx))
 		}
+		out.published++
 	}
 	return e.flush(ctx)
 }
 
 // reportSkipped publishes the TicksSkipped for the boundaries in
 // (cur, before) and returns the last of them.
-func (t *Ticker) reportSkipped(ctx context.Context, u Unit, policy CatchUp, cur, before time.Time) (time.Time, error) {
+func (t *Ticker) reportSkipped(ctx context.Context, h *leaseHold, u Unit, policy CatchUp, cur, before time.Time) (time.Time, error) {
 	s := TicksSkipped{Unit: u, Policy: policy.name()}
 	for b := range Boundaries(u, cur, before.Add(-time.Nanosecond), t.cfg.loc) {
 		if s.Count == 0 {
@@ -125,12 +194,14 @@ func (t *Ticker) reportSkipped(ctx context.Context, u Unit, policy CatchUp, cur,
 		s.To = b
 		s.Count++
 	}
+	if t.renewDue(h) {
+		if err := t.renew(ctx, h); err != nil {
+			return time.Time{}, err
+		}
+	}
 	s.EmittedAt = t.cfg.clock.Now()
 	if err := t.publish(ctx, s); err != nil {
-		t.stats.failures.Add(1)
-		if f := t.cfg.observer.PublishFailed; f != nil {
-			f(u, s.From, err)
-		}
+		t.publishFailed(u, s.From, err)
 		return time.Time{}, fmt.Errorf("tick: publish %s skip report %v..%v: %w", u, s.From, s.To, err)
 	}
 	t.stats.skipped.Add(s.Count)
@@ -138,6 +209,13 @@ func (t *Ticker) reportSkipped(ctx context.Context, u Unit, policy CatchUp, cur,
 		f(s)
 	}
 	return s.To, nil
+}
+
+func (t *Ticker) publishFailed(u Unit, b time.Time, err error) {
+	t.stats.failures.Add(1)
+	if f := t.cfg.observer.PublishFailed; f != nil {
+		f(u, b, err)
+	}
 }
 
 // emission publishes one unit's boundaries in order and moves its cursor
@@ -156,16 +234,24 @@ func (e *emission) emit(ctx context.Context, b time.Time, catchUp bool) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("tick: emit %s %v: %w", e.unit, b, err)
 	}
+	if t.renewDue(e.h) {
+		// Save what was published while the lease was surely ours, so that
+		// a successor taking over after a stall repeats as little as
+		// possible, then make sure it still is.
+		if err := e.flush(ctx); err != nil {
+			return err
+		}
+		if err := t.renew(ctx, e.h); err != nil {
+			return err
+		}
+	}
 	at := t.cfg.clock.Now()
 	ev, err := NewEvent(e.unit, Passage{At: b, Since: e.prev, EmittedAt: at, CatchUp: catchUp})
 	if err != nil {
 		return err
 	}
 	if err := t.publish(ctx, ev); err != nil {
-		t.stats.failures.Add(1)
-		if f := t.cfg.observer.PublishFailed; f != nil {
-			f(e.unit, b, err)
-		}
+		t.publishFailed(e.unit, b, err)
 		return fmt.Errorf("tick: publish %s: %w", ev.ID(), err)
 	}
 	t.stats.emitted.Add(1)
@@ -179,16 +265,15 @@ func (e *emission) emit(ctx context.Context, b time.Time, catchUp bool) error {
 	return nil
 }
 
-// flush writes the cursor up to the last published boundary.
+// flush writes the cursor up to the last published boundary. The write
+// is fenced by the lease's term, so a holder that lost the lease cannot
+// move it.
 func (e *emission) flush(ctx context.Context) error {
 	if !e.prev.After(e.persisted) {
 		return nil
 	}
-	if err := e.t.renew(ctx, e.h); err != nil {
-		return err
-	}
 	// A cancelled pass still records what it published.
-	if err := e.t.store.Advance(context.WithoutCancel(ctx), e.unit, e.persisted, e.prev, e.h.term); err != nil {
+	if err := e.t.advance(context.WithoutCancel(ctx), e.unit, e.persisted, e.prev, e.h.term); err != nil {
 		return err
 	}
 	e.persisted, e.pending = e.prev, 0

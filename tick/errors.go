@@ -22,6 +22,11 @@ var (
 	// ErrFuture is returned by EmitUntil for an instant after the clock's now:
 	// boundaries that have not passed cannot be emitted.
 	ErrFuture = errors.New("tick: instant is in the future")
+	// ErrNothingToBackfill is returned by EmitUntil when no unit had a
+	// boundary to emit before the given instant: every cursor is already
+	// there or later, or a unit has no cursor yet (a backfill starts from
+	// the cursor a running ticker recorded). No cursor was moved.
+	ErrNothingToBackfill = errors.New("tick: nothing to backfill")
 	// ErrAlreadyStarted is returned by Start on a running Ticker.
 	ErrAlreadyStarted = errors.New("tick: ticker already started")
 	// ErrNotRunning is returned by AdvanceAndWait for a Ticker that is not

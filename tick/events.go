@@ -27,8 +27,8 @@ type Event interface {
 	Unit() Unit
 	// Boundary is the instant that passed, in the ticker's location.
 	Boundary() time.Time
-	// Previous is the boundary the cursor stood on before this one: the
-	// last one emitted or reported skipped (see Passage.Since).
+	// Previous is the boundary the unit's cursor stood on before this
+	// event (see Passage.Since).
 	Previous() time.Time
 	// ID is the event's identity, "unit/boundary in RFC 3339 UTC", stable
 	// across processes and restarts; use it to deduplicate.
@@ -39,11 +39,13 @@ type Event interface {
 type Passage struct {
 	// At is the boundary instant that passed.
 	At time.Time
-	// Since is the boundary before At that the ticker had already dealt
-	// with: emitted, or reported in a TicksSkipped. When a ticker starts for
-	// the first time it records the most recent boundary as its starting
-	// point without emitting it, so Since is that boundary for the first
-	// event; it is zero only for events built without a ticker.
+	// Since is the boundary the unit's cursor stood on before this event:
+	// the previous event's boundary, or the starting point a ticker records
+	// without emitting it the first time it runs (the most recent boundary
+	// then). It is Next's predecessor of At unless a catch-up policy left
+	// boundaries out (LatestOnly, a bounded All): those lie between Since
+	// and At and were reported in a TicksSkipped just before this event.
+	// It is zero only for events built without a ticker.
 	Since time.Time
 	// EmittedAt is when the ticker actually published the event, by its clock.
 	EmittedAt time.Time
@@ -57,7 +59,7 @@ type Passage struct {
 // Boundary returns the instant that passed.
 func (p Passage) Boundary() time.Time { return p.At }
 
-// Previous returns the previous boundary, or the zero time for the first.
+// Previous returns Since: the boundary the cursor stood on before At.
 func (p Passage) Previous() time.Time { return p.Since }
 
 func id(u Unit, at time.Time) string {

@@ -15,8 +15,14 @@ type Observer struct {
 	// Skipped is called after a TicksSkipped report was published.
 	Skipped func(s TicksSkipped)
 	// PublishFailed is called when publishing a boundary (or a skip report)
-	// failed; the boundary will be retried at the next wake-up.
+	// failed; the boundary is retried after the retry backoff
+	// (WithRetryBackoff) or at the next boundary, whichever comes first.
 	PublishFailed func(unit Unit, boundary time.Time, err error)
+	// StoreFailed is called when a call to the CursorStore failed (reading
+	// a cursor, writing one, taking or releasing the lease). The refusals
+	// that are the store doing its job — ErrCursorMoved and ErrLeaseLost —
+	// are not failures and are not reported here.
+	StoreFailed func(err error)
 }
 
 // Stats are a Ticker's running totals since New.
@@ -27,12 +33,14 @@ type Stats struct {
 	Skipped int64
 	// PublishFailures counts failed publish calls.
 	PublishFailures int64
+	// StoreFailures counts failed CursorStore calls (see Observer.StoreFailed).
+	StoreFailures int64
 	// Passes counts completed emission passes (wake-ups, EmitDue, EmitUntil).
 	Passes int64
 }
 
 type counters struct {
-	emitted, skipped, failures, passes atomic.Int64
+	emitted, skipped, failures, storeFailures, passes atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -40,6 +48,7 @@ func (c *counters) snapshot() Stats {
 		Emitted:         c.emitted.Load(),
 		Skipped:         c.skipped.Load(),
 		PublishFailures: c.failures.Load(),
+		StoreFailures:   c.storeFailures.Load(),
 		Passes:          c.passes.Load(),
 	}
 }

@@ -21,6 +21,9 @@ type config struct {
 	ttl      time.Duration
 	logger   *slog.Logger
 	observer Observer
+	// retry is the first delay before a failed pass is retried; it doubles
+	// after each failed pass up to retryMax and is reset by a good one.
+	retry, retryMax time.Duration
 }
 
 func defaults() config {
@@ -30,6 +33,8 @@ func defaults() config {
 		units:    Units(),
 		policies: map[Unit]CatchUp{},
 		logger:   slog.Default(),
+		retry:    time.Second,
+		retryMax: time.Minute,
 	}
 }
 
@@ -103,13 +108,22 @@ func WithCatchUp(u Unit, policy CatchUp) Option {
 }
 
 // WithLease makes the ticker one of several replicas sharing its store: it
-// emits only while it holds the store's lease, taken as holder for ttl and
-// renewed at every wake-up. A holder that dies stops renewing, and another
-// replica takes over at its first wake-up after the lease expires; the new
-// fencing term makes any late cursor write of the old holder fail. Every
-// replica sharing a store must use WithLease with its own holder id; the
-// ttl must exceed the longest gap between wake-ups you accept to go
-// without an emitter after a crash.
+// emits only while it holds the store's lease, taken as holder for ttl.
+// The holder renews it every ttl/3, whether or not a boundary is due, and
+// checks it before every publish, so it never publishes on a lease older
+// than ttl/3 and a healthy holder's lease never lapses. A standby wakes when
+// the current lease expires and takes it over. Stop releases the lease: a
+// restarted or new replica takes it at once, a standby at the latest when
+// the released lease would have expired. The new fencing term makes any
+// late cursor write of an old holder fail.
+//
+// A holder that stalls longer than its lease (a long pause inside one
+// publish) loses it: its successor re-publishes what the stalled holder
+// published since its last cursor write, which the holder makes at every
+// renewal — at most the events of the last ttl/3 before the stall, and at
+// most 256. Every replica sharing a store must use WithLease with its own
+// holder id; ttl is how long the boundaries go without an emitter after a
+// crash.
 func WithLease(holder string, ttl time.Duration) Option {
 	return func(c *config) error {
 		if holder == "" {
@@ -121,6 +135,34 @@ func WithLease(holder string, ttl time.Duration) Option {
 		c.holder, c.ttl = holder, ttl
 		return nil
 	}
+}
+
+// WithRetryBackoff sets how soon a failed pass (a publish or store error)
+// is retried when that comes before the next boundary: after initial, then
+// twice as long after each further failed pass, at most max; a pass that
+// succeeds resets it (default: 1 s doubling up to 1 min). initial must be
+// positive and max at least initial.
+func WithRetryBackoff(initial, max time.Duration) Option {
+	return func(c *config) error {
+		if initial <= 0 {
+			return fmt.Errorf("%w: WithRetryBackoff: initial delay must be positive, got %v", ErrInvalidOption, initial)
+		}
+		if max < initial {
+			return fmt.Errorf("%w: WithRetryBackoff: max %v is shorter than initial %v", ErrInvalidOption, max, initial)
+		}
+		c.retry, c.retryMax = initial, max
+		return nil
+	}
+}
+
+// backoff is the delay before retrying after the given number of failed
+// passes in a row (at least one).
+func (c *config) backoff(failures int) time.Duration {
+	d := c.retry
+	for i := 1; i < failures && d < c.retryMax; i++ {
+		d *= 2
+	}
+	return min(d, c.retryMax)
 }
 
 // WithLogger sets where wake-up errors are reported (default: slog.Default()).

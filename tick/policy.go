@@ -24,7 +24,8 @@ type All struct {
 }
 
 // LatestOnly emits only the most recent boundary (marked CatchUp when it was
-// missed, with Previous the cursor's boundary) and reports the rest skipped.
+// missed) and reports the rest skipped; the event's Previous is the cursor's
+// boundary, before the skipped ones.
 type LatestOnly struct{}
 
 // Skip emits none of the missed boundaries and reports them all skipped.

@@ -42,7 +42,9 @@ type Ticker struct {
 	startedAt time.Time
 	cancelRun context.CancelFunc
 	runCtx    context.Context
-	progress  // guarded by mu; see wake.go
+	stopping  chan struct{} // closed by Stop: the pass in flight ends early
+	progress                // guarded by mu; see wake.go
+	wakeState               // guarded by mu; see wake.go
 }
 
 // New returns a Ticker publishing to pub and keeping its cursors in store.
@@ -83,8 +85,11 @@ func contains(units []Unit, u Unit) bool {
 // Start starts the gocron scheduler and returns at once. The first emission
 // pass runs immediately, so boundaries missed while the process was down are
 // caught up without waiting for the next one. Errors of later passes are
-// logged and counted (Stats), never returned. ctx's values reach the
-// publisher; stop the ticker with Stop, not by cancelling ctx.
+// logged, counted (Stats.PublishFailures, Stats.StoreFailures) and reported
+// to the Observer, never returned; a failed pass is retried after the retry
+// backoff (WithRetryBackoff) or at the next boundary, whichever is sooner.
+// ctx's values reach the publisher; stop the ticker with Stop, not by
+// cancelling ctx.
 func (t *Ticker) Start(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -105,8 +110,10 @@ func (t *Ticker) Start(ctx context.Context) error {
 		gocron.NewTask(t.wake),
 		gocron.WithCronImplementation(wakeSchedule{t}),
 		gocron.WithName("passage tick"),
-		// A wake-up during a long catch-up waits its turn rather than being
-		// dropped: the waiting pass is what covers the newer boundaries.
+		// The next wake-up is computed once the pass is over, from what it
+		// did: a failed pass is retried, the lease is renewed or watched.
+		// It also means passes never queue up behind a long catch-up.
+		gocron.WithIntervalFromCompletion(),
 		gocron.WithSingletonMode(gocron.LimitModeWait),
 		gocron.WithStartAt(gocron.WithStartImmediately()),
 	)
@@ -115,16 +122,22 @@ func (t *Ticker) Start(ctx context.Context) error {
 		return fmt.Errorf("tick: schedule wake-ups: %w", err)
 	}
 	t.runCtx, t.cancelRun = context.WithCancel(context.WithoutCancel(ctx))
+	t.stopping = make(chan struct{})
 	t.sched, t.running = sched, true
 	t.startedAt = t.cfg.clock.Now()
+	t.wakeState = wakeState{}
 	t.owe(t.startedAt)
 	sched.Start()
 	return nil
 }
 
-// Stop stops waking up and waits for the emission in flight to finish. If
-// ctx ends first, the emission's context is cancelled and Stop returns
-// ctx's error. Stopping twice, or a ticker never started, is harmless.
+// Stop stops waking up and ends the emission in flight between two events:
+// the event being published is finished, the cursor is written up to the
+// last published boundary, and, with WithLease, the lease is released so
+// that another replica (or a restart) takes over at once. Stop therefore
+// waits for at most one publish and two store writes. If ctx ends first,
+// the emission's context is cancelled and Stop returns ctx's error.
+// Stopping twice, or a ticker never started, is harmless.
 func (t *Ticker) Stop(ctx context.Context) error {
 	t.mu.Lock()
 	if !t.running {
@@ -133,6 +146,7 @@ func (t *Ticker) Stop(ctx context.Context) error {
 	}
 	sched, cancel := t.sched, t.cancelRun
 	t.running, t.sched = false, nil
+	close(t.stopping)
 	t.notify()
 	t.mu.Unlock()
 
@@ -144,11 +158,26 @@ func (t *Ticker) Stop(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("tick: stop scheduler: %w", err)
 		}
-		return nil
+		return t.release(ctx)
 	case <-ctx.Done():
 		cancel()
 		return fmt.Errorf("tick: stop: %w", ctx.Err())
 	}
+}
+
+// release gives up the lease the last wake-up held, if any.
+func (t *Ticker) release(ctx context.Context) error {
+	t.mu.Lock()
+	h := t.held
+	t.held = nil
+	t.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	if err := t.storeFailed(t.store.ReleaseLease(ctx, t.cfg.holder, h.term)); err != nil {
+		return fmt.Errorf("tick: stop: %w", err)
+	}
+	return nil
 }
 
 // EmitDue runs one emission pass at the clock's now, synchronously, and
@@ -156,18 +185,26 @@ func (t *Ticker) Stop(ctx context.Context) error {
 // (the CLI's --once). With WithLease it returns ErrNotLeader when another
 // replica holds the lease. It needs no Start and may run beside one.
 func (t *Ticker) EmitDue(ctx context.Context) error {
-	return t.run(ctx, t.cfg.clock.Now(), t.liveFrom())
+	_, err := t.run(ctx, t.cfg.clock.Now(), passMode{liveFrom: t.liveFrom()})
+	return err
 }
 
 // EmitUntil emits the boundaries up to until (a backfill), as a pass at
 // until would, with every boundary marked CatchUp and the catch-up policies
-// applied as at a restart at until. until must not be after the clock's now
-// (ErrFuture).
+// applied as at a restart at until. It starts from each unit's cursor and
+// never moves one back: a unit without a cursor, or whose cursor is at or
+// after until's latest boundary, is left alone. until must not be after the
+// clock's now (ErrFuture). When no unit had anything to emit it returns
+// ErrNothingToBackfill.
 func (t *Ticker) EmitUntil(ctx context.Context, until time.Time) error {
 	if now := t.cfg.clock.Now(); until.After(now) {
 		return fmt.Errorf("%w: EmitUntil(%v) with the clock at %v", ErrFuture, until, now)
 	}
-	return t.run(ctx, until, farFuture)
+	out, err := t.run(ctx, until, passMode{liveFrom: farFuture, backfill: true})
+	if err == nil && out.published == 0 {
+		return fmt.Errorf("%w: every cursor is at or after the last boundary before %v, or has not been recorded yet (a first run records it)", ErrNothingToBackfill, until)
+	}
+	return err
 }
 
 // Stats returns the ticker's running totals.
@@ -187,24 +224,27 @@ func (t *Ticker) liveFrom() time.Time {
 	return time.Time{}
 }
 
-// wake is gocron's task: one pass at the clock's now.
+// wake is gocron's task: one pass at the clock's now, whose outcome
+// decides the next wake-up (wake.go).
 func (t *Ticker) wake() {
 	t.mu.Lock()
-	ctx := t.runCtx
+	ctx, stop := t.runCtx, t.stopping
 	t.mu.Unlock()
-	err := t.run(ctx, t.cfg.clock.Now(), t.liveFrom())
+	now := t.cfg.clock.Now()
+	out, err := t.run(ctx, now, passMode{liveFrom: t.liveFrom(), stop: stop})
+	retry := t.schedule(now, out, err)
 	switch {
 	case errors.Is(err, ErrNotLeader):
 		t.cfg.logger.Debug("tick: not the leader, nothing emitted", "error", err)
 	case err != nil:
-		t.cfg.logger.Error("tick: emission failed; retrying at the next wake-up", "error", err)
+		t.cfg.logger.Error("tick: emission failed", "error", err, "retry_at", retry)
 	}
 }
 
 // run is one emission pass, recorded for AdvanceAndWait.
-func (t *Ticker) run(ctx context.Context, now, liveFrom time.Time) error {
-	err := t.pass(ctx, now, liveFrom)
+func (t *Ticker) run(ctx context.Context, now time.Time, m passMode) (outcome, error) {
+	out, err := t.pass(ctx, now, m)
 	t.stats.passes.Add(1)
 	t.passed(now)
-	return err
+	return out, err
 }

@@ -113,6 +113,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"empty holder", pub, store, []Option{WithLease("", time.Minute)}, ErrInvalidOption, "holder"},
 		{"zero ttl", pub, store, []Option{WithLease("a", 0)}, ErrInvalidOption, "ttl"},
 		{"nil logger", pub, store, []Option{WithLogger(nil)}, ErrInvalidOption, "logger"},
+		{"zero retry", pub, store, []Option{WithRetryBackoff(0, time.Minute)}, ErrInvalidOption, "initial delay must be positive"},
+		{"retry max below initial", pub, store, []Option{WithRetryBackoff(time.Minute, time.Second)}, ErrInvalidOption, "max 1s is shorter"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -336,9 +338,10 @@ func TestEmitUntilBackfills(t *testing.T) {
 	ctx := context.Background()
 	clock := clockwork.NewFakeClockAt(epoch)
 	store := NewMemoryStore()
-	require.NoError(t, store.Advance(ctx, Hour, time.Time{}, epoch.Add(-48*time.Hour).Truncate(time.Hour), 0))
+	twoDaysAgo := epoch.Add(-48 * time.Hour).Truncate(time.Hour)
+	require.NoError(t, store.Advance(ctx, Hour, time.Time{}, twoDaysAgo, 0))
 	rec := &recorder{}
-	tk, err := New(rec, store, WithClock(clock), WithUnits(Hour))
+	tk, err := New(rec, store, WithClock(clock), WithUnits(Hour, Day))
 	require.NoError(t, err)
 
 	require.ErrorIs(t, tk.EmitUntil(ctx, epoch.Add(time.Nanosecond)), ErrFuture)
@@ -348,6 +351,114 @@ func TestEmitUntilBackfills(t *testing.T) {
 	for _, e := range events {
 		require.True(t, e.(HourHasPassed).CatchUp)
 	}
+	cursors, err := store.Cursors(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[Unit]time.Time{Hour: twoDaysAgo.Add(24 * time.Hour)}, cursors,
+		"the day, without a cursor, has no starting point and is left alone")
+}
+
+// TestEmitUntilNeverMovesACursorBack asks for a backfill up to an instant
+// the cursors have passed, or on a store without cursors: nothing is
+// emitted, no cursor moves, and the caller is told.
+func TestEmitUntilNeverMovesACursorBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := clockwork.NewFakeClockAt(epoch)
+	store := NewMemoryStore()
+	rec := &recorder{}
+	tk, err := New(rec, store, WithClock(clock), WithUnits(Hour))
+	require.NoError(t, err)
+
+	require.ErrorIs(t, tk.EmitUntil(ctx, epoch.Add(-time.Hour)), ErrNothingToBackfill, "no cursor yet")
+	cur, err := store.Cursor(ctx, Hour)
+	require.NoError(t, err)
+	require.True(t, cur.IsZero(), "no cursor recorded: %v", cur)
+
+	require.NoError(t, tk.EmitDue(ctx)) // the first run records the start
+	start, err := store.Cursor(ctx, Hour)
+	require.NoError(t, err)
+	require.ErrorIs(t, tk.EmitUntil(ctx, epoch.Add(-5*time.Hour)), ErrNothingToBackfill, "until before the cursor")
+	require.ErrorIs(t, tk.EmitUntil(ctx, epoch), ErrNothingToBackfill, "until on the cursor's boundary")
+	cur, err = store.Cursor(ctx, Hour)
+	require.NoError(t, err)
+	require.True(t, cur.Equal(start), "the cursor stays at %v: %v", start, cur)
+	events, skips := rec.take()
+	require.Empty(t, events)
+	require.Empty(t, skips)
+}
+
+// TestFailedPassIsRetriedWithBackoff has the publisher fail at midnight
+// with days as the only unit: the day is retried after 1 s, then 2 s, not
+// at the next midnight, and the backoff starts over after a success.
+func TestFailedPassIsRetriedWithBackoff(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 23, 59, 0, 0, time.UTC))
+	var failures []time.Time
+	tk, rec := setup(t, clock, NewMemoryStore(), WithUnits(Day), WithRetryBackoff(time.Second, time.Minute),
+		WithObserver(Observer{PublishFailed: func(Unit, time.Time, error) { failures = append(failures, clock.Now()) }}))
+	fail := func(n int) {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		rec.fail = func(any) error {
+			if n == 0 {
+				return nil
+			}
+			n--
+			return errors.New("receiver down for a moment")
+		}
+	}
+	emittedAt := func() []time.Time {
+		events, _ := rec.take()
+		var out []time.Time
+		for _, e := range events {
+			out = append(out, e.(DayHasPassed).EmittedAt.UTC())
+		}
+		return out
+	}
+	midnight := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+
+	fail(2)
+	advance(t, clock, time.Minute, tk) // fails at midnight
+	advance(t, clock, time.Second, tk) // fails again
+	require.Empty(t, emittedAt())
+	advance(t, clock, 2*time.Second, tk) // succeeds
+	require.Equal(t, []time.Time{midnight.Add(3 * time.Second)}, emittedAt())
+	require.Equal(t, []time.Time{midnight, midnight.Add(time.Second)}, failures)
+
+	fail(1)
+	advance(t, clock, 24*time.Hour-3*time.Second, tk)
+	advance(t, clock, time.Second, tk) // back to the initial backoff
+	require.Equal(t, []time.Time{midnight.Add(24*time.Hour + time.Second)}, emittedAt())
+	require.Equal(t, int64(3), tk.Stats().PublishFailures)
+}
+
+func TestRetryBackoffDoublesUpToItsMaximum(t *testing.T) {
+	t.Parallel()
+	cfg := defaults()
+	require.NoError(t, WithRetryBackoff(time.Second, 10*time.Second)(&cfg))
+	var got []time.Duration
+	for n := 1; n <= 6; n++ {
+		got = append(got, cfg.backoff(n))
+	}
+	require.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}, got)
+}
+
+// brokenStore fails every cursor read.
+type brokenStore struct{ *MemoryStore }
+
+func (brokenStore) Cursor(context.Context, Unit) (time.Time, error) {
+	return time.Time{}, errors.New("disk on fire")
+}
+
+func TestStoreFailuresAreCountedAndReported(t *testing.T) {
+	t.Parallel()
+	var reported []error
+	tk, err := New(&recorder{}, brokenStore{NewMemoryStore()}, WithClock(clockwork.NewFakeClockAt(epoch)),
+		WithUnits(Minute, Hour), WithObserver(Observer{StoreFailed: func(err error) { reported = append(reported, err) }}))
+	require.NoError(t, err)
+	require.ErrorContains(t, tk.EmitDue(context.Background()), "disk on fire")
+	require.Equal(t, int64(2), tk.Stats().StoreFailures, "one per unit: a failing unit does not hide the other")
+	require.Len(t, reported, 2)
 }
 
 func TestStartAndStop(t *testing.T) {
@@ -396,28 +507,87 @@ func (b *blocker) Publish(ctx context.Context, _ ...any) error {
 	}
 }
 
-func TestStopWaitsForTheEmissionInFlight(t *testing.T) {
+// gate is a Publisher that records events and blocks inside the Publish of
+// the blockAt-th one (counting from 1) until released.
+type gate struct {
+	blockAt int
+	entered chan struct{}
+	release chan struct{}
+
+	mu       sync.Mutex
+	events   []Event
+	returned bool // the blocked Publish has returned
+}
+
+func newGate(blockAt int) *gate {
+	return &gate{blockAt: blockAt, entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *gate) Publish(_ context.Context, events ...any) error {
+	g.mu.Lock()
+	g.events = append(g.events, events[0].(Event))
+	n := len(g.events)
+	g.mu.Unlock()
+	if n != g.blockAt {
+		return nil
+	}
+	close(g.entered)
+	<-g.release
+	g.mu.Lock()
+	g.returned = true
+	g.mu.Unlock()
+	return nil
+}
+
+// TestStopEndsACatchUpBetweenEvents stops a ticker while a long catch-up
+// is blocked inside a publish: Stop waits for that publish only, saves the
+// cursor on it and publishes nothing after it.
+func TestStopEndsACatchUpBetweenEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clock := clockwork.NewFakeClockAt(epoch)
-	b := newBlocker()
-	tk, err := New(b, NewMemoryStore(), WithClock(clock), WithUnits(Minute))
+	store := NewMemoryStore()
+	sixHoursAgo := epoch.Truncate(time.Minute).Add(-6 * time.Hour)
+	require.NoError(t, store.Advance(ctx, Minute, time.Time{}, sixHoursAgo, 0))
+	g := newGate(3)
+	tk, err := New(g, store, WithClock(clock), WithUnits(Minute), WithLogger(discard))
 	require.NoError(t, err)
-	require.NoError(t, tk.Start(ctx))
-	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_, err = tk.waitArmed(waitCtx)
-	require.NoError(t, err)
-	clock.Advance(time.Minute)
-	<-b.entered
+	require.NoError(t, tk.Start(ctx)) // the first pass catches up 360 minutes
+	<-g.entered
 
-	stopped := make(chan error)
-	go func() { stopped <- tk.Stop(ctx) }()
-	close(b.release)
-	require.NoError(t, <-stopped)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	require.True(t, b.returned, "Stop returned only after the publish did")
+	tk.mu.Lock()
+	stopRequested := tk.stopping
+	tk.mu.Unlock()
+	type result struct {
+		err            error
+		publishEndedBy bool // whether the blocked publish had returned when Stop did
+	}
+	stopped := make(chan result)
+	go func() {
+		err := tk.Stop(ctx)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		stopped <- result{err, g.returned}
+	}()
+	<-stopRequested
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while a publish was blocked")
+	default:
+	}
+	close(g.release)
+	res := <-stopped
+	require.NoError(t, res.err)
+	require.True(t, res.publishEndedBy, "Stop returned only after the publish in flight did")
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	third := sixHoursAgo.Add(3 * time.Minute)
+	require.Equal(t, []time.Time{sixHoursAgo.Add(time.Minute), sixHoursAgo.Add(2 * time.Minute), third}, boundaries(g.events),
+		"nothing after the publish in flight")
+	cur, err := store.Cursor(ctx, Minute)
+	require.NoError(t, err)
+	require.True(t, cur.Equal(third), "the cursor is saved on the last published boundary: %v", cur)
 }
 
 func TestStopHonoursItsContext(t *testing.T) {

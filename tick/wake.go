@@ -1,27 +1,105 @@
 package tick
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 )
 
-// wakeSchedule is the gocron.Cron behind the ticker's one job: it wakes the
-// ticker at the nearest boundary of any of its units, computed by the same
-// calendar arithmetic that decides what to emit.
+// wakeSchedule is the gocron.Cron behind the ticker's one job. gocron asks
+// it for the next wake-up once a pass is over (WithIntervalFromCompletion),
+// and it answers with the earliest of: the nearest boundary after the
+// instant the last pass covered, computed by the same calendar arithmetic
+// that decides what to emit; the retry of a failed pass; and, with
+// WithLease, the lease's renewal (holder) or expiry (standby). A standby
+// wakes only for the lease: it could not emit at a boundary anyway.
 type wakeSchedule struct{ t *Ticker }
 
 func (wakeSchedule) IsValid(string, *time.Location, time.Time) error { return nil }
 
-func (w wakeSchedule) Next(last time.Time) time.Time {
-	var next time.Time
-	for _, u := range w.t.cfg.units {
-		if n := Next(u, last, w.t.cfg.loc); next.IsZero() || n.Before(next) {
-			next = n
+// wakeState is what the last wake-up's pass left for the schedule, guarded
+// by Ticker.mu.
+type wakeState struct {
+	passAt   time.Time  // the instant the last pass covered
+	retryAt  time.Time  // when to retry a failed pass; zero after a good one
+	failures int        // failed passes in a row
+	leaseAt  time.Time  // when to renew the lease (holder) or try to take it (standby)
+	standby  bool       // another replica held the lease at the last pass
+	held     *leaseHold // the lease held after the last pass, released by Stop
+	watching Lease      // the other replica's lease last logged
+}
+
+// schedule records a wake-up's outcome for the next Next and returns when
+// a failed pass is retried.
+func (t *Ticker) schedule(now time.Time, out outcome, err error) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := &t.wakeState
+	w.passAt = now
+	if err != nil && !errors.Is(err, ErrNotLeader) {
+		w.failures++
+		w.retryAt = now.Add(t.cfg.backoff(w.failures))
+	} else {
+		w.failures, w.retryAt = 0, time.Time{}
+	}
+	if t.cfg.holder == "" {
+		return w.retryAt
+	}
+	w.held, w.standby, w.leaseAt = out.lease, false, time.Time{}
+	switch {
+	case out.lease != nil:
+		w.leaseAt = out.lease.taken.Add(t.cfg.ttl / 3)
+	case errors.Is(err, ErrNotLeader):
+		w.standby, w.leaseAt = true, out.seen.Expires
+		if out.seen.Holder != w.watching.Holder || out.seen.Term != w.watching.Term {
+			w.watching = out.seen
+			t.cfg.logger.Info(fmt.Sprintf("tick: standby: lease held by %s until %s", out.seen.Holder, out.seen.Expires.Format(time.RFC3339)),
+				"holder", out.seen.Holder, "term", out.seen.Term)
 		}
 	}
-	return distinctWall(last, next)
+	return w.retryAt
 }
+
+func (w wakeSchedule) Next(last time.Time) time.Time {
+	t := w.t
+	t.mu.Lock()
+	s := t.wakeState
+	t.mu.Unlock()
+	from := s.passAt
+	if from.IsZero() || from.After(last) {
+		from = last
+	}
+	var next time.Time
+	earliest := func(at time.Time) {
+		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	if !s.standby {
+		for _, u := range t.cfg.units {
+			earliest(Next(u, from, t.cfg.loc))
+		}
+	}
+	earliest(s.retryAt)
+	earliest(s.leaseAt)
+	if next.After(last) {
+		return distinctWall(last, next)
+	}
+	// Already due: boundaries passed during a long pass, or a retry or
+	// lease instant did. On a clock that stands still (a fake clock) that
+	// is last itself, which gocron fires at once. On a moving clock gocron
+	// asks again for anything before its own now, so answer a little after
+	// now rather than chase the clock.
+	if now := t.cfg.clock.Now(); last.Before(now) {
+		return now.Add(dueSlack)
+	}
+	return last
+}
+
+// dueSlack is how far ahead of a moving clock an overdue wake-up is put.
+const dueSlack = time.Millisecond
 
 // distinctWall returns next in a location where its wall clock differs from
 // last's. gocron drops a wake-up whose wall time equals the previous one's,
