@@ -1,13 +1,19 @@
 package main_test
 
 import (
+	"context"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
+	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/tick"
 )
 
 // TestBinary builds the ticker and runs the commands the README shows
@@ -41,8 +47,21 @@ func TestBinary(t *testing.T) {
 	preview := ticker("preview", "--unit", "day", "--tz", "Europe/Warsaw", "--from", "2026-10-24", "-n", "3")
 	require.Regexp(t, `2026-10-25T00:00:00\+02:00\s+Sun\s+25h0m0s`, preview, "the fall-back day lasts 25 hours")
 
-	// The first run sets the cursors; there is nothing due yet.
-	ticker("run", "--once", "--db", db)
+	// A ticker that last ran three minutes ago catches up on --once.
+	seedCursor(t, db, tick.Minute, time.Now().Truncate(time.Minute).Add(-3*time.Minute))
+	var boundaries []time.Time
+	for line := range strings.Lines(ticker("run", "--once", "--db", db)) {
+		var rec sink.Record
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+		if rec.Unit == tick.Minute {
+			require.True(t, rec.CatchUp || rec.Boundary.After(time.Now().Add(-time.Minute)))
+			boundaries = append(boundaries, *rec.Boundary)
+		}
+	}
+	require.GreaterOrEqual(t, len(boundaries), 3, "the three missed minutes, in order")
+	for i := 1; i < len(boundaries); i++ {
+		require.Equal(t, time.Minute, boundaries[i].Sub(boundaries[i-1]))
+	}
 	status := ticker("status", "--db", db, "--json")
 	var report struct {
 		Units []struct{ Unit string } `json:"units"`
@@ -61,4 +80,16 @@ func TestBinary(t *testing.T) {
 
 	version := ticker("version")
 	require.True(t, strings.HasPrefix(version, "ticker "), version)
+}
+
+// seedCursor records a unit's cursor as a ticker that last ran at `at` would.
+func seedCursor(t *testing.T, path string, u tick.Unit, at time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, path)
+	require.NoError(t, err)
+	defer db.Close()
+	store, err := tick.NewSQLStore(ctx, db.DB)
+	require.NoError(t, err)
+	require.NoError(t, store.Advance(ctx, u, time.Time{}, at, 0))
 }

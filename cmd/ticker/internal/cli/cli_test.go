@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -323,4 +324,71 @@ func TestStatusWarnsWhenTheZoneDiffersFromTheTickers(t *testing.T) {
 	require.NotContains(t, same.stdout, "warning")
 	other := run(t, clock, nil, "status", "--db", db)
 	require.Contains(t, other.stdout, "warning: the hour cursor 2026-11-21T11:15:00Z is not on a boundary of unit hour in UTC")
+}
+
+func TestUntilWithNothingToBackfillSaysSoAndSucceeds(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(start)
+	db := filepath.Join(t.TempDir(), "passage.db")
+	require.Equal(t, cli.ExitOK, run(t, clock, nil, "run", "--once", "--db", db, "--units", "hour").code)
+	r := run(t, clock, nil, "run", "--db", db, "--units", "hour", "--until", "2026-11-21T09:00:00Z")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Empty(t, r.stdout)
+	require.Contains(t, r.stderr, "nothing to backfill up to 2026-11-21T09:00:00Z")
+}
+
+// A SIGTERM while a catch-up is publishing to a slow receiver ends the run
+// after the event in flight, saves the cursor there, and exits 0; the next
+// run delivers the rest.
+func TestSignalDuringACatchUpSavesTheCursorAtTheEventInFlight(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []string
+	inFlight := make(chan struct{})
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get(sink.HeaderIdempotency)
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n == 2 && key == "minute/2026-11-21T12:03:00Z" {
+			close(inFlight)
+			<-release
+		}
+		mu.Lock()
+		got = append(got, key)
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+
+	clock := clockwork.NewFakeClockAt(start)
+	db := filepath.Join(t.TempDir(), "passage.db")
+	args := []string{"--db", db, "--units", "minute", "--webhook", srv.URL}
+	require.Equal(t, cli.ExitOK, run(t, clock, nil, append([]string{"run", "--once"}, args...)...).code)
+	clock.Advance(10 * time.Minute) // 12:01 … 12:10 are due
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, append([]string{"run"}, args...), cli.Env{Stdout: io.Discard, Stderr: &stderr, Clock: clock})
+	}()
+	<-inFlight // 12:01 and 12:02 delivered, 12:03 on the wire
+	cancel()   // SIGTERM
+	close(release)
+	require.Equal(t, cli.ExitOK, <-done, stderr.String())
+
+	mu.Lock()
+	require.Equal(t, []string{"minute/2026-11-21T12:01:00Z", "minute/2026-11-21T12:02:00Z", "minute/2026-11-21T12:03:00Z"}, got,
+		"the run stopped after the event in flight")
+	mu.Unlock()
+
+	rest := run(t, clock, nil, append([]string{"run", "--once"}, args...)...)
+	require.Equal(t, cli.ExitOK, rest.code, rest.stderr)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, got, 10, "every minute once: %v", got)
+	for i, key := range got {
+		require.Equal(t, fmt.Sprintf("minute/2026-11-21T12:%02d:00Z", i+1), key)
+	}
 }

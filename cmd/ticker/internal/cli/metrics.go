@@ -23,6 +23,7 @@ type metrics struct {
 	failures map[tick.Unit]int64
 	lagSum   map[tick.Unit]float64
 	lagMax   map[tick.Unit]float64
+	storeErr int64
 }
 
 // The metrics are per unit; the to-do list gauges are read from the database
@@ -55,6 +56,11 @@ func (m *metrics) observer() tick.Observer {
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			m.failures[u]++
+		},
+		StoreFailed: func(error) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.storeErr++
 		},
 	}
 }
@@ -101,6 +107,7 @@ func (m *metrics) write(w http.ResponseWriter) {
 			fmt.Fprintf(w, "%s{unit=%q} %g\n", s.name, u, s.values[u])
 		}
 	}
+	fmt.Fprintf(w, "# HELP passage_store_failures_total Failed cursor or lease store calls.\n# TYPE passage_store_failures_total counter\npassage_store_failures_total %d\n", m.storeErr)
 }
 
 func writeListMetrics(w http.ResponseWriter, lists []todolist.ListStats) {

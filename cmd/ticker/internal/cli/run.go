@@ -111,7 +111,13 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	case f.once:
 		return ticker.EmitDue(ctx)
 	case !until.IsZero():
-		return ticker.EmitUntil(ctx, until)
+		err := ticker.EmitUntil(ctx, until)
+		if errors.Is(err, tick.ErrNothingToBackfill) {
+			// Running the same backfill twice is harmless: say so, exit 0.
+			fmt.Fprintf(env.Stderr, "nothing to backfill up to %s: %v\n", until.Format(time.RFC3339), err)
+			return nil
+		}
+		return err
 	}
 	return serve(ctx, env, ticker, db.DB, metrics, f.httpAddr, clock)
 }
