@@ -19,6 +19,11 @@ var (
 	// that was never handled because Close's context ended before the queue
 	// drained.
 	ErrAbandoned = errors.New("bus: event abandoned at close")
+
+	// ErrTimeout is wrapped by the error of a handler call that failed after
+	// the Timeout middleware's deadline passed. The default Retry policy
+	// retries it.
+	ErrTimeout = errors.New("bus: handler timed out")
 )
 
 // HandlerError is how every handler failure reaches the caller: joined into
@@ -37,6 +42,7 @@ type HandlerError struct {
 	Err error
 }
 
+// Error names the handler and the event type before the handler's error.
 func (e *HandlerError) Error() string {
 	return fmt.Sprintf("bus: handler %q on %s: %v", e.Handler, e.EventType, e.Err)
 }

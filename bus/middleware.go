@@ -33,6 +33,8 @@ func HandlerName(ctx context.Context) string {
 	return ""
 }
 
+// clockFrom returns the clock of the bus whose handler is running, or the
+// real clock outside a middleware chain.
 func clockFrom(ctx context.Context) clockwork.Clock {
 	if s, ok := ctx.Value(handlerKey{}).(*subscription); ok {
 		return s.bus.cfg.clock
@@ -63,9 +65,11 @@ type RetryPolicy struct {
 	// Multiplier grows the wait after each attempt. Default 2.
 	Multiplier float64
 	// Retryable reports whether an error is worth another attempt. Default:
-	// every error except a panic and the handler's context having ended.
+	// every error except a panic and the handler's context having ended;
+	// an attempt cut short by an inner Timeout (ErrTimeout) is retried.
 	Retryable func(err error) bool
-	// Clock times the backoff. Default: the real clock.
+	// Clock times the backoff. Default: the bus's clock (see WithClock),
+	// or the real clock when the middleware runs outside a bus.
 	Clock clockwork.Clock
 }
 
@@ -74,6 +78,9 @@ type RetryPolicy struct {
 // each time up to MaxBackoff. The wait ends early, with the last error and
 // the context's, when the context ends. The final error says how many
 // attempts were made and wraps the last one.
+//
+// To bound each attempt rather than all of them, put Timeout after Retry:
+// Use(retry, timeout).
 func Retry(p RetryPolicy) (Middleware, error) {
 	switch {
 	case p.MaxAttempts < 0:
@@ -100,12 +107,13 @@ func Retry(p RetryPolicy) (Middleware, error) {
 	if p.Retryable == nil {
 		p.Retryable = defaultRetryable
 	}
-	if p.Clock == nil {
-		p.Clock = clockwork.NewRealClock()
-	}
 	return func(next Handler) Handler {
 		return func(ctx context.Context, event any) error {
-			backoff := p.InitialBackoff
+			clock := p.Clock
+			if clock == nil {
+				clock = clockFrom(ctx)
+			}
+			backoff := min(p.InitialBackoff, p.MaxBackoff)
 			for attempt := 1; ; attempt++ {
 				err := next(ctx, event)
 				if err == nil {
@@ -114,17 +122,29 @@ func Retry(p RetryPolicy) (Middleware, error) {
 				if attempt == p.MaxAttempts || !p.Retryable(err) {
 					return fmt.Errorf("after %d attempt(s): %w", attempt, err)
 				}
-				timer := p.Clock.NewTimer(min(backoff, p.MaxBackoff))
+				timer := clock.NewTimer(backoff)
 				select {
 				case <-timer.Chan():
 				case <-ctx.Done():
 					timer.Stop()
 					return fmt.Errorf("retry stopped after %d attempt(s): %w", attempt, errors.Join(ctx.Err(), err))
 				}
-				backoff = time.Duration(float64(backoff) * p.Multiplier)
+				backoff = nextBackoff(backoff, p.Multiplier, p.MaxBackoff)
 			}
 		}
 	}, nil
+}
+
+// nextBackoff grows backoff by multiplier up to limit. The product is
+// compared in float64, where it cannot overflow: a Duration holds under 300
+// years, which doubling a second reaches in 34 attempts, and past that the
+// conversion back would wrap to a negative wait.
+func nextBackoff(backoff time.Duration, multiplier float64, limit time.Duration) time.Duration {
+	next := float64(backoff) * multiplier
+	if next >= float64(limit) {
+		return limit
+	}
+	return time.Duration(next)
 }
 
 // ended reports whether ctx is done without calling Err, which blocks on a
@@ -138,37 +158,47 @@ func ended(ctx context.Context) bool {
 	}
 }
 
+// defaultRetryable retries every error but a panic (a bug, which would only
+// panic again) and the context having ended. The one ended context it does
+// retry is an attempt's own, ended by an inner Timeout: Timeout reports
+// ErrTimeout only while the context Retry waits on is still live.
 func defaultRetryable(err error) bool {
 	var pe *PanicError
-	return !errors.As(err, &pe) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	switch {
+	case errors.As(err, &pe):
+		return false
+	case errors.Is(err, ErrTimeout):
+		return true
+	default:
+		return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	}
 }
 
 // Timeout gives each handler call a context that ends after d, measured by
-// clock (nil means the real clock). Handlers must honour their context: Go
+// clock; nil means the bus's clock (see WithClock), or the real clock when
+// the middleware runs outside a bus. Handlers must honour their context: Go
 // cannot stop a goroutine, and abandoning the call would break per-key
-// order. When the deadline passed during the call, the error says so.
+// order.
+//
+// A call that fails after its deadline passed fails with an error wrapping
+// both ErrTimeout and the handler's own error; one that succeeds anyway
+// succeeds. When the caller's context ended first, the error is left as the
+// handler returned it: the timeout did not cut the call short.
 func Timeout(d time.Duration, clock clockwork.Clock) (Middleware, error) {
 	if d <= 0 {
 		return nil, fmt.Errorf("bus: Timeout: duration must be positive, got %s", d)
 	}
-	if clock == nil {
-		clock = clockwork.NewRealClock()
-	}
 	return func(next Handler) Handler {
 		return func(ctx context.Context, event any) error {
-			tctx, cancel := clockwork.WithTimeout(ctx, clock, d)
+			c := clock
+			if c == nil {
+				c = clockFrom(ctx)
+			}
+			tctx, cancel := clockwork.WithTimeout(ctx, c, d)
 			defer cancel()
 			err := next(tctx, event)
-			select {
-			case <-tctx.Done():
-				// Only blame the timeout when it, not the caller, ended the context.
-				if !ended(ctx) && errors.Is(tctx.Err(), context.DeadlineExceeded) {
-					if err == nil {
-						err = tctx.Err()
-					}
-					return fmt.Errorf("handler timed out after %s: %w", d, err)
-				}
-			default:
+			if err != nil && ended(tctx) && !ended(ctx) {
+				return fmt.Errorf("%w after %s: %w", ErrTimeout, d, err)
 			}
 			return err
 		}

@@ -196,12 +196,130 @@ func TestTimeoutEndsTheHandlersContext(t *testing.T) {
 	require.NoError(t, clock.BlockUntilContext(t.Context(), 1))
 	clock.Advance(5 * time.Second)
 	err = <-done
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.ErrorContains(t, err, `handler "slow" on bus_test.orderPlaced: handler timed out after 5s`)
+	require.ErrorIs(t, err, bus.ErrTimeout)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the handler's own error is kept")
+	require.ErrorContains(t, err, `handler "slow" on bus_test.orderPlaced: bus: handler timed out after 5s: `)
 
 	// Last, because the fake clock keeps a cancelled context's timer, which
 	// would satisfy BlockUntilContext above.
 	require.NoError(t, b.Publish(t.Context(), orderPlaced{Seq: 0}), "a handler done in time is not blamed")
+}
+
+func TestTimeoutDoesNotFailAHandlerThatSucceededLate(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClock()
+	timeout, err := bus.Timeout(5*time.Second, nil)
+	require.NoError(t, err)
+	b := setup(t, bus.WithClock(clock))
+	subscribe(t, b, func(ctx context.Context, _ orderPlaced) error {
+		<-ctx.Done()
+		return nil // finished its work despite the deadline
+	}, bus.Use(timeout))
+
+	done := publishAsync(b, t.Context(), orderPlaced{})
+	require.NoError(t, clock.BlockUntilContext(t.Context(), 1), "nil clock: the bus's clock times the call")
+	clock.Advance(5 * time.Second)
+	require.NoError(t, <-done)
+}
+
+// retryThenTimeout subscribes h behind Retry (3 attempts, 1s apart) and,
+// inside it, a Timeout of 5s per attempt, both timed by the bus's clock.
+func retryThenTimeout(t *testing.T, h func(context.Context, orderPlaced) error) (*bus.Bus, *clockwork.FakeClock) {
+	t.Helper()
+	clock := clockwork.NewFakeClock()
+	retry, err := bus.Retry(bus.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Second})
+	require.NoError(t, err)
+	timeout, err := bus.Timeout(5*time.Second, nil)
+	require.NoError(t, err)
+	b := setup(t, bus.WithClock(clock))
+	subscribe(t, b, h, bus.Use(retry, timeout))
+	return b, clock
+}
+
+func TestRetryRetriesAnAttemptThatTimedOut(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	b, clock := retryThenTimeout(t, func(ctx context.Context, _ orderPlaced) error {
+		if calls.Add(1) == 1 {
+			<-ctx.Done() // stuck until the attempt's deadline
+			return ctx.Err()
+		}
+		return nil
+	})
+
+	done := publishAsync(b, t.Context(), orderPlaced{})
+	// Bounded, so that a Retry that gives up fails the test, not hangs it.
+	ctx, cancel := context.WithTimeout(t.Context(), failAfter)
+	defer cancel()
+	require.NoError(t, clock.BlockUntilContext(ctx, 1), "the first attempt's deadline")
+	clock.Advance(5 * time.Second)
+	require.NoError(t, clock.BlockUntilContext(ctx, 1), "the backoff after the timeout")
+	clock.Advance(time.Second)
+	require.NoError(t, <-done)
+	require.Equal(t, int32(2), calls.Load())
+}
+
+func TestRetryDoesNotRetryWhenTheCallersContextEnded(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	b, clock := retryThenTimeout(t, func(ctx context.Context, _ orderPlaced) error {
+		calls.Add(1)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := publishAsync(b, ctx, orderPlaced{})
+	require.NoError(t, clock.BlockUntilContext(t.Context(), 1), "the first attempt is running")
+	cancel()
+	err := <-done
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, bus.ErrTimeout, "the caller, not the timeout, ended the call")
+	require.ErrorContains(t, err, "after 1 attempt(s): context canceled")
+	require.Equal(t, int32(1), calls.Load())
+}
+
+// timerLog is a fake clock that also reports the duration of every timer
+// made on it.
+type timerLog struct {
+	*clockwork.FakeClock
+	waits chan time.Duration
+}
+
+func (c timerLog) NewTimer(d time.Duration) clockwork.Timer {
+	c.waits <- d
+	return c.FakeClock.NewTimer(d)
+}
+
+func TestRetryBackoffStaysCappedOverManyAttempts(t *testing.T) {
+	t.Parallel()
+	const attempts = 100 // a second doubled overflows a Duration after 34
+	clock := timerLog{FakeClock: clockwork.NewFakeClock(), waits: make(chan time.Duration, 1)}
+	retry, err := bus.Retry(bus.RetryPolicy{MaxAttempts: attempts, InitialBackoff: time.Second, MaxBackoff: time.Hour, Clock: clock})
+	require.NoError(t, err)
+	b := setup(t)
+	f := &flaky{failures: attempts, err: errors.New("database busy")}
+	subscribe(t, b, f.handle, bus.Use(retry))
+
+	ctx := t.Context()
+	done := publishAsync(b, ctx, orderPlaced{})
+	want := time.Second
+	for i := 1; i < attempts; i++ {
+		var wait time.Duration
+		select {
+		case wait = <-clock.waits:
+		case err := <-done:
+			t.Fatalf("gave up after %d attempts: %v", f.calls.Load(), err)
+		}
+		require.Positive(t, wait, "wait after attempt %d", i)
+		require.LessOrEqual(t, wait, time.Hour, "wait after attempt %d", i)
+		require.Equal(t, want, wait, "wait after attempt %d", i)
+		want = min(2*want, time.Hour)
+		require.NoError(t, clock.BlockUntilContext(ctx, 1))
+		clock.Advance(wait)
+	}
+	require.ErrorContains(t, <-done, "after 100 attempt(s): database busy")
+	require.Equal(t, int32(attempts), f.calls.Load())
 }
 
 func TestLoggingRecordsEachCall(t *testing.T) {
