@@ -282,7 +282,7 @@ func (q *queue[E]) run(event E) {
 		err = q.report(event, err)
 	}
 	if obs != nil {
-		obs.Handled(ctx, HandlerResult{Handler: q.sub.name, EventType: q.typeOf(event), Async: true, Latency: b.cfg.clock.Since(start), Err: err})
+		b.observeHandled(ctx, HandlerResult{Handler: q.sub.name, EventType: q.typeOf(event), Async: true, Latency: b.cfg.clock.Since(start), Err: err})
 	}
 }
 

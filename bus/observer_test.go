@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -56,4 +57,39 @@ func TestObserverCountsPublishedHandledFailedAndLatency(t *testing.T) {
 		`sync-fail bus_test.orderPlaced async=false 0s err=bus: handler "sync-fail" on bus_test.orderPlaced: refused`,
 		"async bus_test.orderPlaced async=true 7ms err=<nil>",
 	}, got)
+}
+
+// panickingObserver is an observer with a bug.
+type panickingObserver struct{}
+
+func (panickingObserver) Published(context.Context, string)         { panic("metrics bug") }
+func (panickingObserver) Handled(context.Context, bus.HandlerResult) { panic("metrics bug") }
+
+func TestPanickingObserverAndDeadLetterAreLoggedAndHideNothing(t *testing.T) {
+	t.Parallel()
+	var buf syncBuffer
+	b := setup(t, bus.WithObserver(panickingObserver{}),
+		bus.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))),
+		bus.WithDeadLetter(func(context.Context, *bus.HandlerError) { panic("dead-letter bug") }))
+	var r recorder
+	subscribe(t, b, record[orderPlaced](&r, "ok", nil), bus.Name("ok"))
+	subscribe(t, b, record[orderPlaced](&r, "fail", errors.New("refused")), bus.Name("fail"))
+	subscribe(t, b, record[orderPlaced](&r, "async", nil), bus.Name("async"), bus.Async(1, 1))
+
+	err := b.Publish(t.Context(), orderPlaced{ID: "o", Seq: 1})
+	require.EqualError(t, err, `bus: handler "fail" on bus_test.orderPlaced: refused`,
+		"the observer's panic is not blamed on a handler, nor hides the real failure")
+	require.NoError(t, b.Close(t.Context()), "the worker survived the observer too")
+	require.ElementsMatch(t, []string{"ok:o/1", "fail:o/1", "async:o/1"}, r.all())
+
+	out := buf.String()
+	for _, want := range []string{
+		`msg="bus: observer panicked" error="panic: metrics bug" stack=`,
+		`msg="bus: dead-letter callback panicked" error="panic: dead-letter bug" stack=`,
+	} {
+		require.Contains(t, out, want)
+	}
+	for _, handler := range []string{"ok", "fail", "async"} {
+		require.Regexp(t, `msg="bus: observer panicked" .* handler=`+handler+` event=bus_test.orderPlaced`, out)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"time"
 )
@@ -69,7 +70,7 @@ func PublishEvent[E any](ctx context.Context, b *Bus, event E) error {
 // event through their boxed path, unless they subscribed to any itself.
 func deliver[E any](ctx context.Context, b *Bus, rt *route, event E, errs []error) []error {
 	if b.cfg.observer != nil {
-		b.cfg.observer.Published(ctx, rt.eventType)
+		b.observePublished(ctx, rt.eventType)
 	}
 	for i := 0; i < len(rt.subs); {
 		i, errs = deliverFrom(ctx, b, rt, event, i, errs)
@@ -131,7 +132,7 @@ func settle[E any](ctx context.Context, b *Bus, s *subscription, eventType strin
 		err = herr
 	}
 	if b.cfg.observer != nil && !s.async {
-		b.cfg.observer.Handled(ctx, HandlerResult{Handler: s.name, EventType: eventType, Latency: b.cfg.clock.Since(start), Err: err})
+		b.observeHandled(ctx, HandlerResult{Handler: s.name, EventType: eventType, Latency: b.cfg.clock.Since(start), Err: err})
 	}
 	return errs
 }
@@ -156,18 +157,26 @@ func invokeAny(ctx context.Context, h Handler, event any) (err error) {
 	return h(ctx, event)
 }
 
-// deadLetter hands a final handler failure to the dead-letter callback. A
-// panic in the callback is logged rather than allowed to take down a
-// publisher or a worker.
+// deadLetter hands a final handler failure to the dead-letter callback.
 func (b *Bus) deadLetter(ctx context.Context, herr *HandlerError) {
 	if b.cfg.deadLetter == nil {
 		return
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			b.cfg.logger.LogAttrs(ctx, slogError, "bus: dead-letter callback panicked",
-				append(errorAttrs(newPanicError(v)), handlerAttrs(herr)...)...)
-		}
-	}()
+	defer b.recoverCallback(ctx, "dead-letter callback", herr.Handler, herr.EventType)
 	b.cfg.deadLetter(ctx, herr)
+}
+
+// recoverCallback, deferred around a call to the user's dead-letter
+// callback or observer, logs a panic there rather than let it take down a
+// publisher or a worker, or pass for the failure of the handler being
+// reported (deliverFrom's recover would blame the handler).
+func (b *Bus) recoverCallback(ctx context.Context, callback, handler, eventType string) {
+	if v := recover(); v != nil {
+		attrs := errorAttrs(newPanicError(v))
+		if handler != "" {
+			attrs = append(attrs, slog.String("handler", handler))
+		}
+		attrs = append(attrs, slog.String("event", eventType))
+		b.cfg.logger.LogAttrs(ctx, slogError, "bus: "+callback+" panicked", attrs...)
+	}
 }
