@@ -62,7 +62,7 @@ func TestObserverCountsPublishedHandledFailedAndLatency(t *testing.T) {
 // panickingObserver is an observer with a bug.
 type panickingObserver struct{}
 
-func (panickingObserver) Published(context.Context, string)         { panic("metrics bug") }
+func (panickingObserver) Published(context.Context, string)          { panic("metrics bug") }
 func (panickingObserver) Handled(context.Context, bus.HandlerResult) { panic("metrics bug") }
 
 func TestPanickingObserverAndDeadLetterAreLoggedAndHideNothing(t *testing.T) {
