@@ -163,16 +163,34 @@ func (g *gated) handle(ctx context.Context, e orderPlaced) error {
 	}
 }
 
+// waitSpy is a publisher's context that tells when Publish first asks for
+// its Done channel, which it does only to wait on it: for room in a full
+// queue.
+type waitSpy struct {
+	context.Context
+	once    sync.Once
+	waiting chan struct{}
+}
+
+func newWaitSpy(ctx context.Context) *waitSpy {
+	return &waitSpy{Context: ctx, waiting: make(chan struct{})}
+}
+
+func (c *waitSpy) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.waiting) })
+	return c.Context.Done()
+}
+
 func TestFullQueueMakesPublishWaitAndLosesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	g := newGated()
-	subscribe(t, b, g.handle, bus.Async(1, 2))
+	subscribe(t, b, g.handle, bus.Async(1, 1))
 	ctx := t.Context()
 
 	require.NoError(t, b.Publish(ctx, orderPlaced{ID: "o", Seq: 1}))
 	require.Equal(t, 1, (<-g.started).Seq, "the worker holds event 1")
-	require.NoError(t, b.Publish(ctx, orderPlaced{ID: "o", Seq: 2}, orderPlaced{ID: "o", Seq: 3}), "two fit in the queue")
+	require.NoError(t, b.Publish(ctx, orderPlaced{ID: "o", Seq: 2}), "event 2 fills the queue")
 
 	// The queue is full: a publisher whose context ends while waiting is
 	// told so, and the event is not half-delivered.
@@ -180,15 +198,29 @@ func TestFullQueueMakesPublishWaitAndLosesNothing(t *testing.T) {
 	cancel()
 	err := b.Publish(cancelled, orderPlaced{ID: "o", Seq: 99})
 	require.ErrorIs(t, err, context.Canceled)
-	require.ErrorContains(t, err, "waiting for room in the queue (2 events)")
+	require.ErrorContains(t, err, "waiting for room in the queue (1 events)")
 
-	// A publisher with time waits for room, then gets in.
-	published := make(chan error)
-	go func() { published <- b.Publish(ctx, orderPlaced{ID: "o", Seq: 4}) }()
+	// A publisher with time waits for room: it is still inside Publish
+	// when the handler is released, and gets in only after.
+	spy := newWaitSpy(ctx)
+	published := make(chan error, 1)
+	go func() { published <- b.Publish(spy, orderPlaced{ID: "o", Seq: 3}) }()
+	select {
+	case <-spy.waiting:
+	case err := <-published:
+		t.Fatalf("Publish into a full queue returned without waiting: %v", err)
+	case <-time.After(failAfter):
+		t.Fatal("Publish into a full queue never waited on its context")
+	}
+	select {
+	case err := <-published:
+		t.Fatalf("Publish returned while the queue was still full: %v", err)
+	default:
+	}
 	close(g.gate)
 	require.NoError(t, <-published)
 	require.NoError(t, b.Close(ctx))
-	require.Equal(t, []string{"o/1", "o/2", "o/3", "o/4"}, g.handled.all(), "one worker: FIFO, nothing lost")
+	require.Equal(t, []string{"o/1", "o/2", "o/3"}, g.handled.all(), "one worker: FIFO, nothing lost")
 }
 
 func TestBackpressureWithManyPublishersLosesNothing(t *testing.T) {
