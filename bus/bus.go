@@ -109,7 +109,7 @@ func (b *Bus) Close(ctx context.Context) error {
 			for _, q := range queues[i:] {
 				left += q.abandon()
 			}
-			return fmt.Errorf("bus: close: %w before asynchronous handlers drained (%d events not started were abandoned, each reported as ErrAbandoned)", ctx.Err(), left)
+			return fmt.Errorf("bus: Close: %w before asynchronous handlers drained (%d events not started were abandoned, each reported as ErrAbandoned)", ctx.Err(), left)
 		}
 	}
 	b.cancelWork()

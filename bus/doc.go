@@ -54,11 +54,15 @@
 // A Middleware wraps the type-erased Handler. The first given is the
 // outermost: WithMiddleware(A) on the bus and Use(B, C) on a subscription
 // run A, then B, then C, then the handler. Retry, Timeout and Logging are
-// provided; HandlerName tells middleware which subscription it wraps.
+// provided, and time themselves by the bus's clock (WithClock); with
+// Use(retry, timeout) each attempt has its own deadline, and an attempt that
+// ran out of time (ErrTimeout) is retried. HandlerName tells middleware
+// which subscription it wraps.
 //
 // # Observing
 //
 // An Observer set with WithObserver hears of every published event and every
 // handler call with its latency and error, which is what a metrics library
-// needs; the bus imports none.
+// needs; the bus imports none. A panicking observer or dead-letter callback
+// is logged, and changes nothing else.
 package bus

@@ -26,7 +26,8 @@ func defaultConfig() config {
 }
 
 // WithClock sets the clock used to measure handler latency for the Observer
-// and the Logging middleware. The default is the real clock.
+// and the Logging middleware, and that Retry and Timeout wait on unless
+// given their own. The default is the real clock.
 func WithClock(clock clockwork.Clock) Option {
 	return func(c *config) error {
 		if clock == nil {

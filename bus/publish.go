@@ -29,7 +29,7 @@ func (b *Bus) Publish(ctx context.Context, events ...any) error {
 	var errs []error
 	for i, ev := range events {
 		if ev == nil {
-			errs = append(errs, fmt.Errorf("publishing event %d of %d: %w", i+1, len(events), ErrNilEvent))
+			errs = append(errs, fmt.Errorf("bus: publishing event %d of %d: %w", i+1, len(events), ErrNilEvent))
 			continue
 		}
 		t := reflect.TypeOf(ev)

@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,7 +114,7 @@ func TestPublishNilEventIsReportedWithoutStoppingTheOthers(t *testing.T) {
 	subscribe(t, b, record[minute](&r, "m", nil))
 	err := b.Publish(t.Context(), minute{1}, nil, minute{2})
 	require.ErrorIs(t, err, bus.ErrNilEvent)
-	require.Contains(t, err.Error(), "event 2 of 3")
+	require.EqualError(t, err, "bus: publishing event 2 of 3: bus: nil event")
 	require.Equal(t, []string{"m:minute1", "m:minute2"}, r.all())
 }
 
@@ -208,7 +209,7 @@ func TestBadSubscriptionsAreRejectedWithTheReason(t *testing.T) {
 		"nil handler":  {func() (*bus.Subscription, error) { return bus.Subscribe[orderPlaced](b, nil) }, "handler is nil"},
 		"nil bus":      {func() (*bus.Subscription, error) { return bus.Subscribe(nil, h) }, "bus is nil"},
 		"empty name":   {func() (*bus.Subscription, error) { return bus.Subscribe(b, h, bus.Name(" ")) }, "name must not be empty"},
-		"zero workers": {func() (*bus.Subscription, error) { return bus.Subscribe(b, h, bus.Async(0, 1)) }, "workers must be at least 1, got 0"},
+		"zero workers": {func() (*bus.Subscription, error) { return bus.Subscribe(b, h, bus.Async(0, 1)) }, "Async: workers must be at least 1, got 0"},
 		"zero queue":   {func() (*bus.Subscription, error) { return bus.Subscribe(b, h, bus.Async(1, 0)) }, "queue size must be at least 1, got 0"},
 		"nil key": {func() (*bus.Subscription, error) {
 			return bus.Subscribe(b, h, bus.Async(1, 1), bus.KeyBy[orderPlaced](nil))
@@ -224,6 +225,7 @@ func TestBadSubscriptionsAreRejectedWithTheReason(t *testing.T) {
 	} {
 		sub, err := tc.sub()
 		require.ErrorContains(t, err, tc.want, name)
+		require.True(t, strings.HasPrefix(err.Error(), "bus: Subscribe[bus_test.orderPlaced]: "), "%s: %v", name, err)
 		require.Nil(t, sub, name)
 	}
 }
@@ -243,6 +245,7 @@ func TestBadOptionsAreRejectedByNew(t *testing.T) {
 	} {
 		b, err := bus.New(tc.opt)
 		require.ErrorContains(t, err, tc.want, name)
+		require.True(t, strings.HasPrefix(err.Error(), "bus: "), "%s: %v", name, err)
 		require.Nil(t, b, name)
 	}
 }

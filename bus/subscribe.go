@@ -35,7 +35,8 @@ type subscription struct {
 }
 
 // SubscribeOption configures one subscription. Options are checked by
-// Subscribe, which reports the first invalid one.
+// Subscribe, which reports the first invalid one prefixed with
+// "bus: Subscribe[E]: ".
 type SubscribeOption func(*subConfig) error
 
 type subConfig struct {
@@ -53,7 +54,7 @@ type subConfig struct {
 func Name(name string) SubscribeOption {
 	return func(c *subConfig) error {
 		if strings.TrimSpace(name) == "" {
-			return errors.New("bus: Name: name must not be empty")
+			return errors.New("Name: name must not be empty")
 		}
 		c.name = name
 		return nil
@@ -66,7 +67,7 @@ func Use(mw ...Middleware) SubscribeOption {
 	return func(c *subConfig) error {
 		for i, m := range mw {
 			if m == nil {
-				return fmt.Errorf("bus: Use: middleware %d is nil", i)
+				return fmt.Errorf("Use: middleware %d is nil", i)
 			}
 		}
 		c.middleware = append(c.middleware, mw...)
@@ -82,10 +83,10 @@ func Use(mw ...Middleware) SubscribeOption {
 func Async(workers, queueSize int) SubscribeOption {
 	return func(c *subConfig) error {
 		if workers < 1 {
-			return fmt.Errorf("bus: Async: workers must be at least 1, got %d", workers)
+			return fmt.Errorf("Async: workers must be at least 1, got %d", workers)
 		}
 		if queueSize < 1 {
-			return fmt.Errorf("bus: Async: queue size must be at least 1, got %d", queueSize)
+			return fmt.Errorf("Async: queue size must be at least 1, got %d", queueSize)
 		}
 		c.async, c.workers, c.queueSize = true, workers, queueSize
 		return nil
@@ -100,7 +101,7 @@ func Async(workers, queueSize int) SubscribeOption {
 func KeyBy[E any](key func(event E) string) SubscribeOption {
 	return func(c *subConfig) error {
 		if key == nil {
-			return errors.New("bus: KeyBy: key function must not be nil")
+			return errors.New("KeyBy: key function must not be nil")
 		}
 		c.key = key
 		return nil
@@ -124,7 +125,7 @@ func Subscribe[E any](b *Bus, handler func(ctx context.Context, event E) error, 
 			return nil, fmt.Errorf("bus: Subscribe[%s]: nil option", t)
 		}
 		if err := opt(&sc); err != nil {
-			return nil, fmt.Errorf("subscribing to %s: %w", t, err)
+			return nil, fmt.Errorf("bus: Subscribe[%s]: %w", t, err)
 		}
 	}
 	var key func(E) string
