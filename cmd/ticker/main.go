@@ -1,5 +1,3 @@
-// Command ticker publishes the passage of time for a system and lets an
-// operator see what is going on. Run "ticker -h" for the subcommands.
 package main
 
 import (
