@@ -303,16 +303,16 @@ func BenchmarkProcessMemory(b *testing.B) {
 		stop := make(chan struct{})
 		sampled := make(chan uint64)
 		go func() {
-			var max uint64
+			var highest uint64
 			var m runtime.MemStats
 			t := time.NewTicker(5 * time.Millisecond)
 			defer t.Stop()
 			for {
 				runtime.ReadMemStats(&m)
-				max = maxOf(max, m.HeapInuse)
+				highest = max(highest, m.HeapInuse)
 				select {
 				case <-stop:
-					sampled <- max
+					sampled <- highest
 					return
 				case <-t.C:
 				}
@@ -320,17 +320,10 @@ func BenchmarkProcessMemory(b *testing.B) {
 		}()
 		r, err := p.Process(ctx, time.Now())
 		close(stop)
-		peak = maxOf(peak, <-sampled)
+		peak = max(peak, <-sampled)
 		require.NoError(b, err)
 		require.Equal(b, 1_000_000, r.Done)
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(float64(1_000_000*b.N)/b.Elapsed().Seconds(), "items/s")
-}
-
-func maxOf(a, b uint64) uint64 {
-	if a > b {
-		return a
-	}
-	return b
 }
