@@ -33,7 +33,8 @@
 // the removal is a second, in-process statement. The outcomes:
 //
 //   - nil: the item is done and removed — unless it was re-added with a
-//     later due time or re-claimed meanwhile, which is kept;
+//     later due time or re-claimed meanwhile, which is kept (a re-added
+//     item stays hidden until this run ends, then it is new work);
 //   - an error: the attempt is counted and the item backs off exponentially,
 //     up to a cap; after the last allowed attempt it is parked with its
 //     error — kept, counted ([List.Stats]), listable ([List.Parked]) and

@@ -17,12 +17,15 @@ var (
 	ErrInvalidTime = errors.New("todolist: invalid time")
 	// ErrInvalidLimit is returned for a read limit that is not positive.
 	ErrInvalidLimit = errors.New("todolist: invalid limit")
-	// ErrInvalidOption is returned by [NewProcessor] and [Handle] for an
-	// option with an unusable value.
+	// ErrInvalidOption is returned by [Open], [NewProcessor] and [Handle]
+	// for an option with an unusable value.
 	ErrInvalidOption = errors.New("todolist: invalid option")
 	// ErrNilAction is returned by [NewProcessor] and [Handle] without an
 	// action to run.
 	ErrNilAction = errors.New("todolist: action must not be nil")
+	// ErrInvalidArgument is returned for a nil database, executor or bus
+	// where one is needed.
+	ErrInvalidArgument = errors.New("todolist: invalid argument")
 	// ErrNilList is returned when a nil *List is passed where one is needed.
 	ErrNilList = errors.New("todolist: list must not be nil")
 	// ErrNotFound is returned by [List.Get] and [List.Reactivate] when the

@@ -2,6 +2,7 @@ package todolist_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -128,4 +129,93 @@ func ExampleProjection() {
 	}
 	// Output:
 	// order-2 2026-03-29T10:15:00Z
+}
+
+// Work the due items once, outside a bus: Process takes what was due at the
+// boundary and reports what it did.
+func ExampleProcessor_Process() {
+	ctx := context.Background()
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 3, 29, 10, 15, 30, 0, time.UTC))
+	pending, err := todolist.Open(ctx, db, "pending-orders", todolist.WithListClock(clock))
+	if err != nil {
+		log.Fatal(err)
+	}
+	deadline := time.Date(2026, 3, 29, 10, 15, 0, 0, time.UTC)
+	_ = pending.Add(ctx, "order-1", deadline)
+	_ = pending.Add(ctx, "order-2", deadline.Add(-time.Minute))
+	_ = pending.Add(ctx, "order-3", deadline.Add(time.Hour))
+
+	p, err := todolist.NewProcessor(pending, func(ctx context.Context, item todolist.Item) error {
+		fmt.Println("cancel", item.ID)
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	r, err := p.Process(ctx, deadline)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("claimed %d, done %d, backlog %d\n", r.Claimed, r.Done, r.Backlog)
+	// Output:
+	// cancel order-2
+	// cancel order-1
+	// claimed 2, done 2, backlog 0
+}
+
+// An item whose action keeps failing is parked with its last error; once
+// the cause is fixed, Reactivate gives it a fresh start.
+func ExampleList_Reactivate() {
+	ctx := context.Background()
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	due := time.Date(2026, 3, 29, 10, 15, 0, 0, time.UTC)
+	clock := clockwork.NewFakeClockAt(due)
+	pending, err := todolist.Open(ctx, db, "pending-orders", todolist.WithListClock(clock))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = pending.Add(ctx, "order-1", due)
+
+	paymentsUp := false
+	p, err := todolist.NewProcessor(pending, func(ctx context.Context, item todolist.Item) error {
+		if !paymentsUp {
+			return errors.New("payment service unavailable")
+		}
+		fmt.Println("cancel", item.ID)
+		return nil
+	}, todolist.WithMaxAttempts(1))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := p.Process(ctx, clock.Now()); err != nil {
+		log.Fatal(err)
+	}
+	parked, err := pending.Parked(ctx, 10)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, item := range parked {
+		fmt.Printf("parked %s after %d attempt(s): %s\n", item.ID, item.Attempts, item.LastError)
+	}
+
+	paymentsUp = true
+	if err := pending.Reactivate(ctx, "order-1"); err != nil {
+		log.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	if _, err := p.Process(ctx, clock.Now()); err != nil {
+		log.Fatal(err)
+	}
+	stats, err := pending.Stats(ctx, clock.Now())
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("pending %d, parked %d\n", stats.Pending, stats.Parked)
+	// Output:
+	// parked order-1 after 1 attempt(s): payment service unavailable
+	// cancel order-1
+	// pending 0, parked 0
 }

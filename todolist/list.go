@@ -3,13 +3,13 @@ package todolist
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
 )
@@ -35,9 +35,27 @@ var (
 // A List is safe for concurrent use, and several processes may open the same
 // list at once.
 type List struct {
-	db   *sqlx.DB
-	name string
-	q    queries
+	db    *sqlx.DB
+	name  string
+	q     queries
+	clock clockwork.Clock
+}
+
+// ListOption configures a [List]. An option with an unusable value makes
+// [Open] fail with [ErrInvalidOption].
+type ListOption func(*List) error
+
+// WithListClock sets the clock the list reads "now" with (default: the real
+// clock): whether [List.Get] reports a claim as live, and the default clock
+// of the list's processors. Tests pass a fake clock.
+func WithListClock(c clockwork.Clock) ListOption {
+	return func(l *List) error {
+		if c == nil {
+			return invalid("clock must not be nil")
+		}
+		l.clock = c
+		return nil
+	}
 }
 
 // Item is one entry of a list: an ID, the time it is due, and the
@@ -59,8 +77,10 @@ type Item struct {
 	// Parked is true once the item failed too often; the processor leaves
 	// it alone until [List.Reactivate].
 	Parked bool
-	// Claimed is true while a processor holds the item (until NextAttempt,
-	// when the claim lapses if the processor died).
+	// Claimed is true while a processor holds the item: its lease had not
+	// ended when the item was read (by the list's clock for [List.Get]).
+	// NextAttempt is then the end of the lease, when the item comes back
+	// if the processor died.
 	Claimed bool
 }
 
@@ -72,17 +92,27 @@ type Item struct {
 // [MaxNameLength] bytes without control characters, so that it prints
 // cleanly in logs and status output; anything else fails with
 // [ErrInvalidName].
-func Open(ctx context.Context, db *sqlx.DB, name string) (*List, error) {
+func Open(ctx context.Context, db *sqlx.DB, name string, opts ...ListOption) (*List, error) {
 	if db == nil {
-		return nil, errors.New("todolist: open: db must not be nil")
+		return nil, fmt.Errorf("todolist: open: %w: db must not be nil", ErrInvalidArgument)
 	}
 	if err := validateName(name); err != nil {
 		return nil, err
 	}
+	l := &List{db: db, name: name, clock: clockwork.NewRealClock()}
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(l); err != nil {
+			return nil, fmt.Errorf("todolist: open %q: %w", name, err)
+		}
+	}
 	if err := sqldb.Migrate(ctx, db, component, migrations); err != nil {
 		return nil, fmt.Errorf("todolist: open %q: %w", name, err)
 	}
-	return &List{db: db, name: name, q: newQueries(db)}, nil
+	l.q = newQueries(db)
+	return l, nil
 }
 
 // Name returns the list's name.
@@ -153,11 +183,19 @@ func (l *List) Add(ctx context.Context, id string, due time.Time) error {
 //     (an old event delivered again cannot pull a deadline back, and a
 //     parked item stays parked);
 //   - a later due time moves the item and makes it new work: attempts,
-//     last error and parking are reset and a claim in flight is dropped, so
-//     the processor working the old deadline will not remove it.
+//     last error and parking are reset. A claim in flight is kept, so no
+//     other processor starts the item while the one working the old
+//     deadline still runs; that one then leaves the item on the list
+//     (neither removing it nor recording its failure) and releases it.
 //
 // To bring an item forward, Remove it and Add it again (in one transaction).
+// That makes a new item: a processor still working the removed one is not
+// stopped, so the action may run for the new item before the old run has
+// finished. Actions must be idempotent anyway (see [Action]).
 func (l *List) AddTx(ctx context.Context, ext sqlx.ExtContext, id string, due time.Time) error {
+	if ext == nil {
+		return fmt.Errorf("todolist: add to %q: %w: ext must not be nil", l.name, ErrInvalidArgument)
+	}
 	if err := validateID(id); err != nil {
 		return fmt.Errorf("todolist: add to %q: %w", l.name, err)
 	}
@@ -180,6 +218,9 @@ func (l *List) Remove(ctx context.Context, id string) error {
 // RemoveTx is [List.Remove] on ext, typically the caller's *sqlx.Tx. A
 // processor working the item when it is removed finds it gone and moves on.
 func (l *List) RemoveTx(ctx context.Context, ext sqlx.ExtContext, id string) error {
+	if ext == nil {
+		return fmt.Errorf("todolist: remove from %q: %w: ext must not be nil", l.name, ErrInvalidArgument)
+	}
 	if err := validateID(id); err != nil {
 		return fmt.Errorf("todolist: remove from %q: %w", l.name, err)
 	}
@@ -191,7 +232,7 @@ func (l *List) RemoveTx(ctx context.Context, ext sqlx.ExtContext, id string) err
 
 // Get returns the item with id, or an error wrapping [ErrNotFound].
 func (l *List) Get(ctx context.Context, id string) (Item, error) {
-	items, err := l.query(ctx, l.q.get, l.name, id)
+	items, err := l.query(ctx, l.clock.Now(), l.q.get, l.name, id)
 	if err != nil {
 		return Item{}, fmt.Errorf("todolist: get %q from %q: %w", id, l.name, err)
 	}
@@ -202,8 +243,10 @@ func (l *List) Get(ctx context.Context, id string) (Item, error) {
 }
 
 // Due returns up to limit items a processor could claim at now (not parked,
-// not backing off, not held by a live claim), in the order it takes them:
-// earliest first.
+// not backing off, not held by a live claim), in the order processors claim
+// them: by NextAttempt, then ID. (A processor then works each claimed
+// batch by due time, then ID; the orders differ only for items retried
+// after a failure or a version conflict.)
 func (l *List) Due(ctx context.Context, now time.Time, limit int) ([]Item, error) {
 	if err := validateTime("now", now); err != nil {
 		return nil, fmt.Errorf("todolist: due items of %q: %w", l.name, err)
@@ -212,7 +255,7 @@ func (l *List) Due(ctx context.Context, now time.Time, limit int) ([]Item, error
 		return nil, fmt.Errorf("todolist: due items of %q: %w: %d, must be positive", l.name, ErrInvalidLimit, limit)
 	}
 	at := sqldb.EncodeTime(now)
-	items, err := l.query(ctx, l.q.due, l.name, at, at, limit)
+	items, err := l.query(ctx, now, l.q.due, l.name, at, at, limit)
 	if err != nil {
 		return nil, fmt.Errorf("todolist: due items of %q: %w", l.name, err)
 	}
@@ -225,7 +268,7 @@ func (l *List) Parked(ctx context.Context, limit int) ([]Item, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("todolist: parked items of %q: %w: %d, must be positive", l.name, ErrInvalidLimit, limit)
 	}
-	items, err := l.query(ctx, l.q.parked, l.name, limit)
+	items, err := l.query(ctx, l.clock.Now(), l.q.parked, l.name, limit)
 	if err != nil {
 		return nil, fmt.Errorf("todolist: parked items of %q: %w", l.name, err)
 	}
@@ -252,7 +295,9 @@ func (l *List) Reactivate(ctx context.Context, id string) error {
 	return nil
 }
 
-func (l *List) query(ctx context.Context, query string, args ...any) ([]Item, error) {
+// query reads items, judging their claims live or lapsed at now.
+func (l *List) query(ctx context.Context, now time.Time, query string, args ...any) ([]Item, error) {
+	at := sqldb.EncodeTime(now)
 	rows, err := l.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -269,10 +314,13 @@ func (l *List) query(ctx context.Context, query string, args ...any) ([]Item, er
 		if err := rows.Scan(&it.ID, &due, &runAt, &it.Attempts, &it.LastError, &parked, &claim, &claimedUntil); err != nil {
 			return nil, err
 		}
-		// A claim holds the item until its lease ends, which is later
-		// than run_at while it holds.
-		it.Due, it.NextAttempt = sqldb.DecodeTime(due), sqldb.DecodeTime(max(runAt, claimedUntil))
-		it.Parked, it.Claimed = parked == 1, claim != ""
+		// A live claim holds the item until its lease ends, which is
+		// later than run_at while it holds.
+		it.Parked, it.Claimed = parked == 1, claim != "" && claimedUntil > at
+		it.Due, it.NextAttempt = sqldb.DecodeTime(due), sqldb.DecodeTime(runAt)
+		if it.Claimed {
+			it.NextAttempt = sqldb.DecodeTime(max(runAt, claimedUntil))
+		}
 		items = append(items, it)
 	}
 	return items, rows.Err()

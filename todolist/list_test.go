@@ -31,7 +31,15 @@ func TestOpenValidatesTheName(t *testing.T) {
 		require.ErrorContains(t, err, want)
 	}
 	_, err := todolist.Open(ctx, nil, "orders")
+	require.ErrorIs(t, err, todolist.ErrInvalidArgument)
 	require.ErrorContains(t, err, "db must not be nil")
+	_, err = todolist.Open(ctx, db.DB, "orders", todolist.WithListClock(nil))
+	require.ErrorIs(t, err, todolist.ErrInvalidOption)
+	_, err = todolist.AllStats(ctx, nil, t0)
+	require.ErrorIs(t, err, todolist.ErrInvalidArgument)
+	l := openList(t, db, "orders")
+	require.ErrorIs(t, l.AddTx(ctx, nil, "a", t0), todolist.ErrInvalidArgument)
+	require.ErrorIs(t, l.RemoveTx(ctx, nil, "a"), todolist.ErrInvalidArgument)
 }
 
 func TestNamesAreDataNotSQL(t *testing.T) {

@@ -35,9 +35,9 @@ func eachBackend(t *testing.T, test func(t *testing.T, db *sqldb.DB, dsn string)
 	}
 }
 
-func openList(t *testing.T, db *sqldb.DB, name string) *todolist.List {
+func openList(t *testing.T, db *sqldb.DB, name string, opts ...todolist.ListOption) *todolist.List {
 	t.Helper()
-	l, err := todolist.Open(context.Background(), db.DB, name)
+	l, err := todolist.Open(context.Background(), db.DB, name, opts...)
 	require.NoError(t, err)
 	return l
 }

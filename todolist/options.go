@@ -38,7 +38,6 @@ type processorConfig struct {
 
 func defaultConfig() processorConfig {
 	return processorConfig{
-		clock:       clockwork.NewRealClock(),
 		batchSize:   DefaultBatchSize,
 		lease:       DefaultLease,
 		maxAttempts: DefaultMaxAttempts,
@@ -53,7 +52,8 @@ func invalid(format string, args ...any) error {
 }
 
 // WithClock sets the clock that leases, backoff and the time budget are
-// measured with (default: the real clock). Tests pass a fake clock.
+// measured with (default: the list's clock, see [WithListClock]). Tests
+// pass a fake clock.
 func WithClock(c clockwork.Clock) ProcessorOption {
 	return func(cfg *processorConfig) error {
 		if c == nil {
@@ -103,15 +103,22 @@ func WithMaxAttempts(n int) ProcessorOption {
 	}
 }
 
+// MaxBackoff is the longest backoff [WithBackoff] accepts: ten years.
+const MaxBackoff = 10 * 365 * 24 * time.Hour
+
 // WithBackoff sets the wait after a failure: base after the first, doubling
-// with each further failure, never more than max (defaults
-// [DefaultBackoffBase] and [DefaultBackoffMax]).
-func WithBackoff(base, max time.Duration) ProcessorOption {
+// with each further failure, never more than ceiling (defaults
+// [DefaultBackoffBase] and [DefaultBackoffMax]). The ceiling is at most
+// [MaxBackoff].
+func WithBackoff(base, ceiling time.Duration) ProcessorOption {
 	return func(cfg *processorConfig) error {
-		if base <= 0 || max < base {
-			return invalid("backoff base %v, max %v: want 0 < base ≤ max", base, max)
+		if base <= 0 || ceiling < base {
+			return invalid("backoff base %v, ceiling %v: want 0 < base ≤ ceiling", base, ceiling)
 		}
-		cfg.backoffBase, cfg.backoffMax = base, max
+		if ceiling > MaxBackoff {
+			return invalid("backoff ceiling %v is longer than %v (ten years)", ceiling, MaxBackoff)
+		}
+		cfg.backoffBase, cfg.backoffMax = base, ceiling
 		return nil
 	}
 }

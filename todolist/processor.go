@@ -58,8 +58,9 @@ type Result struct {
 	// claimed by another processor after this one's lease ran out. The
 	// item is then left as the other party left it.
 	Lost int
-	// Backlog counts the due items left for the next tick when the budget
-	// stopped this one; 0 when the tick finished the list.
+	// Backlog counts the items due at the cutoff that the tick left for
+	// the next one: those a budget stopped it from taking, and those
+	// re-added or changed while it worked.
 	Backlog int
 }
 
@@ -88,6 +89,7 @@ func NewProcessor(list *List, action Action, opts ...ProcessorOption) (*Processo
 		return nil, fmt.Errorf("todolist: new processor for %q: %w", list.name, ErrNilAction)
 	}
 	cfg := defaultConfig()
+	cfg.clock = list.clock
 	for _, opt := range opts {
 		if opt == nil {
 			continue
@@ -133,7 +135,9 @@ func Handler[E tick.Event](p *Processor) func(context.Context, E) error {
 // are measured by the processor's clock.
 //
 // Cancelling ctx abandons the batch in flight, as a crash would: its claims
-// lapse after the lease and the items are worked again.
+// lapse after the lease and the items are worked again — except those whose
+// action already returned nil, which are removed first (with a short
+// timeout of their own).
 func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, error) {
 	if err := validateTime("boundary", boundary); err != nil {
 		return Result{}, fmt.Errorf("todolist: process %q: %w", p.list.name, err)
@@ -154,13 +158,13 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 			limit = min(limit, p.cfg.maxItems-res.Claimed)
 		}
 		if limit <= 0 || (p.overTime(start) && res.Claimed > 0) {
-			if err := p.finish(ctx, done, true, &res); err != nil {
-				return res, err
-			}
 			break
 		}
-		batch, token, err := p.claim(ctx, cutoff, limit, done, &res)
+		batch, picked, token, err := p.claim(ctx, cutoff, limit, &done, &res)
 		if err != nil {
+			if ctx.Err() != nil {
+				return res, errors.Join(err, p.abandon(ctx, done, &res))
+			}
 			return res, err
 		}
 		res.Claimed += len(batch)
@@ -169,12 +173,19 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 		if err != nil {
 			return res, err
 		}
-		if stopped || len(batch) < limit {
-			if err := p.finish(ctx, done, stopped, &res); err != nil {
-				return res, err
-			}
+		// A short pick means nothing more was due; a full pick whose claim
+		// came back short (a row changed under it) is worth another batch.
+		if stopped || picked < limit {
 			break
 		}
+	}
+	if err := p.removeDone(ctx, done, &res); err != nil {
+		return res, err
+	}
+	// Counted on every tick, not only when a budget stopped it: rows that
+	// changed under a claim can be left behind by a tick that ran dry.
+	if err := p.countBacklog(ctx, &res); err != nil {
+		return res, err
 	}
 	if p.cfg.observer.Tick != nil {
 		p.cfg.observer.Tick(p.list.name, res)
@@ -199,34 +210,25 @@ type batchDone struct {
 	refs  []string
 }
 
-// finish removes the last batch's done items and, when the budget ended
-// the tick, counts the backlog.
-func (p *Processor) finish(ctx context.Context, done batchDone, counting bool, res *Result) error {
-	if err := p.removeDone(ctx, done, res); err != nil {
-		return err
-	}
-	if counting {
-		return p.countBacklog(ctx, res)
-	}
-	return nil
-}
-
 func (p *Processor) overTime(start time.Time) bool {
 	return p.cfg.timeBudget > 0 && p.cfg.clock.Since(start) >= p.cfg.timeBudget
 }
 
 // claim takes up to limit items due at cutoff in one statement, under a
-// fresh token, and returns them earliest due first. It removes the done
-// items of the previous batch first, in the same statement on PostgreSQL.
-func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done batchDone, res *Result) ([]claimed, string, error) {
+// fresh token, and returns them earliest due first, with the count of rows
+// it picked (more than it claimed if rows changed under it). It removes
+// the done items of the previous batch first, in the same statement on
+// PostgreSQL, and clears done once they are.
+func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done *batchDone, res *Result) (batch []claimed, picked int, token string, err error) {
 	l := p.list
 	postgres := l.q.removeDone != ""
 	if !postgres {
-		if err := p.removeDone(ctx, done, res); err != nil {
-			return nil, "", err
+		if err := p.removeDone(ctx, *done, res); err != nil {
+			return nil, 0, "", err
 		}
+		*done = batchDone{}
 	}
-	token := uuid.NewString()
+	token = uuid.NewString()
 	now := p.cfg.clock.Now()
 	leaseEnd := now.Add(p.cfg.lease)
 	args := []any{l.name, sqldb.EncodeTime(cutoff), sqldb.EncodeTime(now), limit, token, sqldb.EncodeTime(leaseEnd), l.name}
@@ -239,12 +241,38 @@ func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done
 		}
 		args = append([]any{l.name, prev, refs}, args[1:6]...)
 	}
-	rows, err := l.db.QueryContext(ctx, l.q.claim, args...)
+	batch, picked, removed, err := p.claimRows(ctx, args, leaseEnd, limit)
 	if err != nil {
-		return nil, "", fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
+		return nil, 0, "", fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
+	}
+	if postgres {
+		picked = removed.picked
+		prev := *done
+		*done = batchDone{}
+		if err := p.released(ctx, prev, removed.done, res); err != nil {
+			return nil, 0, "", err
+		}
+	}
+	slices.SortFunc(batch, func(a, b claimed) int {
+		return cmp.Or(a.Due.Compare(b.Due), strings.Compare(a.ID, b.ID))
+	})
+	return batch, picked, token, nil
+}
+
+// summary is PostgreSQL's first row of a claim: how many done items of the
+// previous batch it deleted and how many rows it picked.
+type summary struct{ done, picked int }
+
+// claimRows runs the claim statement and scans its rows.
+func (p *Processor) claimRows(ctx context.Context, args []any, leaseEnd time.Time, limit int) ([]claimed, int, summary, error) {
+	var sum summary
+	rows, err := p.list.db.QueryContext(ctx, p.list.q.claim, args...)
+	if err != nil {
+		return nil, 0, sum, err
 	}
 	defer rows.Close()
 	batch := make([]claimed, 0, limit)
+	postgres := p.list.q.removeDone != ""
 	for rows.Next() {
 		it := claimed{Item: Item{NextAttempt: leaseEnd, Claimed: true}}
 		var due int64
@@ -253,23 +281,16 @@ func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done
 			dest = append(dest, &it.ref)
 		}
 		if err := rows.Scan(dest...); err != nil {
-			return nil, "", fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
+			return nil, 0, sum, err
 		}
 		if it.ID == "" {
-			// PostgreSQL's count of the previous batch's removed items.
-			res.Lost += len(done.ids) - int(due)
+			sum = summary{done: int(due), picked: it.Attempts}
 			continue
 		}
 		it.Due = sqldb.DecodeTime(due)
 		batch = append(batch, it)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
-	}
-	slices.SortFunc(batch, func(a, b claimed) int {
-		return cmp.Or(a.Due.Compare(b.Due), strings.Compare(a.ID, b.ID))
-	})
-	return batch, token, nil
+	return batch, len(batch), sum, rows.Err()
 }
 
 // removeDone deletes the done items of a batch in one statement; those
@@ -286,13 +307,29 @@ func (p *Processor) removeDone(ctx context.Context, done batchDone, res *Result)
 	if l.q.removeDone != "" {
 		r, err = l.db.ExecContext(ctx, l.q.removeDone, l.name, done.token, done.refs)
 	} else {
-		r, err = p.exec(ctx, `DELETE FROM todolist_items WHERE list = ? AND claim = ? AND id IN`, done.ids, l.name, done.token)
+		r, err = p.exec(ctx, removeDoneIDs, done.ids, l.name, done.token)
 	}
 	n, err := rowsAffected(r, err)
 	if err != nil {
 		return fmt.Errorf("todolist: remove done items of %q: %w", l.name, err)
 	}
-	res.Lost += len(done.ids) - n
+	return p.released(ctx, done, n, res)
+}
+
+// released counts the done items that were not removed (n were) as lost
+// outcomes, and releases those among them that were re-added while worked:
+// they kept the batch's claim, which hid them until now.
+func (p *Processor) released(ctx context.Context, done batchDone, n int, res *Result) error {
+	lost := len(done.ids) - n
+	if lost == 0 {
+		return nil
+	}
+	res.Lost += lost
+	l := p.list
+	r, err := p.exec(ctx, releaseIDs, done.ids, l.name, done.token)
+	if _, err := rowsAffected(r, err); err != nil {
+		return fmt.Errorf("todolist: release re-added items of %q: %w", l.name, err)
+	}
 	return nil
 }
 
@@ -306,7 +343,7 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 	var conflicts, unstarted []string
 	for i, it := range batch {
 		if err := ctx.Err(); err != nil {
-			return done, false, p.abandon(err)
+			return done, false, p.abandon(ctx, done, res)
 		}
 		started := res.Done + res.Failed + res.Parked + res.Conflicts
 		if started > 0 && p.overTime(start) {
@@ -317,13 +354,7 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 			break
 		}
 		actErr := p.run(ctx, it.Item)
-		if err := ctx.Err(); err != nil {
-			// The action most likely failed because of the cancellation;
-			// counting that as an attempt would punish the item.
-			return done, false, p.abandon(err)
-		}
-		switch {
-		case actErr == nil:
+		if actErr == nil {
 			done.ids = append(done.ids, it.ID)
 			if it.ref != "" {
 				done.refs = append(done.refs, it.ref)
@@ -332,6 +363,14 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 			if p.cfg.observer.Done != nil {
 				p.cfg.observer.Done(p.list.name, it.Item)
 			}
+		}
+		if ctx.Err() != nil {
+			// A failure most likely came from the cancellation; counting
+			// it as an attempt would punish the item.
+			return done, false, p.abandon(ctx, done, res)
+		}
+		switch {
+		case actErr == nil:
 		case isConflict(actErr):
 			conflicts = append(conflicts, it.ID)
 			res.Conflicts++
@@ -346,13 +385,13 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 		// Released just past the cutoff: the next tick takes them, this
 		// one does not spin on them.
 		next := sqldb.EncodeTime(res.Cutoff) + 1
-		r, err := p.exec(ctx, `UPDATE todolist_items SET claim = '', claimed_until = 0, run_at = ? WHERE list = ? AND claim = ? AND id IN`, conflicts, next, l.name, token)
+		r, err := p.exec(ctx, releaseConflicts, conflicts, next, l.name, token)
 		if _, err := rowsAffected(r, err); err != nil {
 			return done, false, fmt.Errorf("todolist: release conflicting items of %q: %w", l.name, err)
 		}
 	}
 	if len(unstarted) > 0 {
-		r, err := p.exec(ctx, `UPDATE todolist_items SET claim = '', claimed_until = 0 WHERE list = ? AND claim = ? AND id IN`, unstarted, l.name, token)
+		r, err := p.exec(ctx, releaseIDs, unstarted, l.name, token)
 		n, err := rowsAffected(r, err)
 		if err != nil {
 			return done, false, fmt.Errorf("todolist: release unstarted items of %q: %w", l.name, err)
@@ -391,8 +430,17 @@ func (p *Processor) run(ctx context.Context, it Item) (err error) {
 	return p.action(ctx, it)
 }
 
-func (p *Processor) abandon(err error) error {
-	return fmt.Errorf("todolist: process %q: abandoned the batch in flight, its claims lapse after the lease: %w", p.list.name, err)
+// abandonTimeout bounds the removal of an abandoned batch's done items.
+const abandonTimeout = 5 * time.Second
+
+// abandon gives up the batch in flight because ctx ended, as a crash
+// would, but first removes the items whose action already succeeded, so
+// that they are not worked again when the claims lapse.
+func (p *Processor) abandon(ctx context.Context, done batchDone, res *Result) error {
+	err := fmt.Errorf("todolist: process %q: abandoned the batch in flight, its claims lapse after the lease: %w", p.list.name, context.Cause(ctx))
+	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
+	defer cancel()
+	return errors.Join(err, p.removeDone(cleanup, done, res))
 }
 
 // fail records a failed attempt: backoff, or parking after the last one.
@@ -402,6 +450,11 @@ func (p *Processor) fail(ctx context.Context, token string, it Item, actErr erro
 	it.Parked = it.Attempts >= p.cfg.maxAttempts
 	it.Claimed = false
 	it.NextAttempt = p.cfg.clock.Now().Add(p.backoff(it.Attempts))
+	if it.NextAttempt.After(maxTime) {
+		// The latest instant the storage holds: near the year 2262 a
+		// long backoff would otherwise wrap around to the past.
+		it.NextAttempt = maxTime
+	}
 	parked := 0
 	if it.Parked {
 		parked = 1
@@ -414,7 +467,13 @@ func (p *Processor) fail(ctx context.Context, token string, it Item, actErr erro
 	if n, err := r.RowsAffected(); err != nil {
 		return fmt.Errorf("todolist: record failure of %q in %q: %w", it.ID, l.name, err)
 	} else if n == 0 {
+		// Removed, re-claimed after the lease, or re-added: the failure
+		// belongs to the old due time, and a re-added item, which kept
+		// this claim, is released as new work.
 		res.Lost++
+		if _, err := l.db.ExecContext(ctx, l.q.release, l.name, it.ID, token); err != nil {
+			return fmt.Errorf("todolist: release re-added %q in %q: %w", it.ID, l.name, err)
+		}
 		return nil
 	}
 	if it.Parked {
@@ -432,13 +491,17 @@ func (p *Processor) fail(ctx context.Context, token string, it Item, actErr erro
 }
 
 // backoff is the wait after the given number of failed attempts: the base,
-// doubled for each attempt after the first, capped.
+// doubled for each attempt after the first, capped (before doubling, so
+// that it never overflows).
 func (p *Processor) backoff(attempts int) time.Duration {
-	d := p.cfg.backoffBase
-	for i := 1; i < attempts && d < p.cfg.backoffMax; i++ {
+	d, ceiling := p.cfg.backoffBase, p.cfg.backoffMax
+	for i := 1; i < attempts && d < ceiling; i++ {
+		if d > ceiling/2 {
+			return ceiling
+		}
 		d *= 2
 	}
-	return min(d, p.cfg.backoffMax)
+	return min(d, ceiling)
 }
 
 func (p *Processor) countBacklog(ctx context.Context, res *Result) error {

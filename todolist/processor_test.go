@@ -42,6 +42,7 @@ func TestNewProcessorRejectsBadInput(t *testing.T) {
 		todolist.WithMaxAttempts(0),
 		todolist.WithBackoff(0, time.Minute),
 		todolist.WithBackoff(time.Hour, time.Minute),
+		todolist.WithBackoff(time.Minute, todolist.MaxBackoff+time.Nanosecond),
 		todolist.WithMaxItems(0),
 		todolist.WithTimeBudget(-time.Second),
 	} {
@@ -277,11 +278,12 @@ func TestChangesMadeBeforeTheNextBatchAreKept(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
 		ctx := context.Background()
-		l := openList(t, db, "orders")
+		clock := clockwork.NewFakeClockAt(t0)
+		l := openList(t, db, "orders", todolist.WithListClock(clock))
 		addItems(t, l, t0.Add(-2*time.Minute), "extended")
 		addItems(t, l, t0.Add(-time.Minute), "removed")
 		addItems(t, l, t0, "plain")
-		p := newProcessor(t, l, clockwork.NewFakeClockAt(t0), func(ctx context.Context, it todolist.Item) error {
+		p := newProcessor(t, l, clock, func(ctx context.Context, it todolist.Item) error {
 			switch it.ID {
 			case "extended":
 				return l.Add(ctx, it.ID, t0.Add(time.Hour))
@@ -340,7 +342,9 @@ func TestAProcessorThatLostItsLeaseLeavesTheItemAlone(t *testing.T) {
 func TestTwoProcessorsWorkEveryItemExactlyOnce(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, db *sqldb.DB, dsn string) {
-		ctx := context.Background()
+		// Bounds the wait of the processors for each other.
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
 		// A second handle on the same database: another process.
 		db2, err := sqldb.Open(ctx, dsn)
 		require.NoError(t, err)
@@ -359,24 +363,37 @@ func TestTwoProcessorsWorkEveryItemExactlyOnce(t *testing.T) {
 		count := map[string]int{}
 		running := map[string]bool{}
 		overlaps := 0
-		action := func(_ context.Context, it todolist.Item) error {
-			mu.Lock()
-			if running[it.ID] {
-				overlaps++
+		// Each processor's first action waits until the other's has
+		// started too, so both provably hold items at the same moment.
+		arrived := []chan struct{}{make(chan struct{}), make(chan struct{})}
+		action := func(me int) todolist.Action {
+			var once sync.Once
+			return func(ctx context.Context, it todolist.Item) error {
+				mu.Lock()
+				if running[it.ID] {
+					overlaps++
+				}
+				running[it.ID] = true
+				count[it.ID]++
+				mu.Unlock()
+				once.Do(func() {
+					close(arrived[me])
+					select {
+					case <-arrived[1-me]:
+					case <-ctx.Done():
+					}
+				})
+				runtime.Gosched() // let the other processor run while this item is in flight
+				mu.Lock()
+				delete(running, it.ID)
+				mu.Unlock()
+				return nil
 			}
-			running[it.ID] = true
-			count[it.ID]++
-			mu.Unlock()
-			runtime.Gosched() // let the other processor run while this item is in flight
-			mu.Lock()
-			delete(running, it.ID)
-			mu.Unlock()
-			return nil
 		}
 		clock := clockwork.NewFakeClockAt(t0)
 		procs := []*todolist.Processor{
-			newProcessor(t, l1, clock, action, todolist.WithBatchSize(7)),
-			newProcessor(t, l2, clock, action, todolist.WithBatchSize(7)),
+			newProcessor(t, l1, clock, action(0), todolist.WithBatchSize(7)),
+			newProcessor(t, l2, clock, action(1), todolist.WithBatchSize(7)),
 		}
 		results := make([]todolist.Result, len(procs))
 		errs := make([]error, len(procs))
@@ -393,6 +410,8 @@ func TestTwoProcessorsWorkEveryItemExactlyOnce(t *testing.T) {
 			require.Equal(t, 1, count[id], "item %s", id)
 		}
 		require.Equal(t, n, results[0].Done+results[1].Done)
+		require.Positive(t, results[0].Done, "both processors worked")
+		require.Positive(t, results[1].Done, "both processors worked")
 		stats, err := l1.Stats(ctx, t0)
 		require.NoError(t, err)
 		require.Zero(t, stats.Pending)
@@ -446,9 +465,12 @@ func TestAKilledProcessorLosesNothing(t *testing.T) {
 		clock.Advance(time.Minute)
 		r, err = survivor.Process(ctx, clock.Now())
 		require.NoError(t, err)
-		require.Equal(t, 10, r.Done, "after the lease the survivor finishes the batch")
+		require.Equal(t, 7, r.Done, "after the lease the survivor finishes the batch, except what was done before the kill")
 
 		require.Len(t, count, 20, "every item was worked")
+		for id, n := range count {
+			require.Equal(t, 1, n, "item %s worked once", id)
+		}
 		stats, err := l.Stats(ctx, clock.Now())
 		require.NoError(t, err)
 		require.Zero(t, stats.Pending)

@@ -2,7 +2,6 @@ package todolist
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -106,7 +105,7 @@ func (p *Projection) Apply(ctx context.Context, ext sqlx.ExtContext, events ...a
 		return p.err
 	}
 	if ext == nil {
-		return errors.New("todolist: projection apply: ext must not be nil")
+		return fmt.Errorf("todolist: projection apply: %w: ext must not be nil", ErrInvalidArgument)
 	}
 	for _, event := range events {
 		for _, r := range p.rules {

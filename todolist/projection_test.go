@@ -106,6 +106,9 @@ func TestProjectionReportsBadRulesAndEvents(t *testing.T) {
 	_, err := q.Subscribe(b)
 	require.ErrorContains(t, err, "RemoveOn[todolist_test.orderCompleted]: nil id function")
 	require.ErrorIs(t, todolist.NewProjection(nil).Apply(ctx, db), todolist.ErrNilList)
+	require.ErrorIs(t, pendingOrders(l).Apply(ctx, nil), todolist.ErrInvalidArgument)
+	_, err = pendingOrders(l).Subscribe(nil)
+	require.ErrorIs(t, err, todolist.ErrInvalidArgument)
 
 	err = pendingOrders(l).Apply(ctx, db, orderInitiated{OrderID: "o1"})
 	require.ErrorIs(t, err, todolist.ErrInvalidTime)

@@ -18,69 +18,66 @@ const component = "todolist"
 //     end of a backoff after a failure, or just past the cutoff of the tick
 //     that hit a version conflict. Claims walk one index on run_at, so a
 //     batch costs the same whatever the backlog;
-//   - claim is the token of the batch working the item (” when idle) and
+//   - claim is the token of the batch working the item (empty when idle) and
 //     claimed_until the end of that batch's lease (0 when idle): a live
 //     claim hides the item until then. A processor only deletes or updates
 //     rows that still carry its token, which fences out processors whose
-//     lease ran out and keeps re-adds made while the item was being worked.
-//     Neither column is indexed, so taking and dropping a claim leaves every
-//     index alone (a HOT update on PostgreSQL, with the free space that the
-//     table's fillfactor keeps on each page): the claim, the one write every
-//     item pays besides its delete, stays cheap;
+//     lease ran out. Neither column is indexed, so taking and dropping a
+//     claim leaves every index alone (a HOT update on PostgreSQL, with the
+//     free space that the table's fillfactor keeps on each page): the
+//     claim, the one write every item pays besides its delete, stays cheap;
+//   - readded is 1 when Add moved the item to a later due time since it was
+//     last claimed. The re-add keeps the claim, so the item stays hidden
+//     while the first processor still works it, and the flag tells that
+//     processor the row is new work: it releases the row instead of
+//     deleting it or recording its failure. Every claim clears the flag;
 //   - parked is 0 or 1 (an integer on both engines, so the same SQL and
 //     the same partial-index predicate serve both).
 //
 // Times are sqldb.EncodeTime values (Unix nanoseconds).
-var migrations = []sqldb.Migration{
-	{
-		Version: 1,
-		SQLite: `CREATE TABLE todolist_items (
-	list       TEXT    NOT NULL,
-	id         TEXT    NOT NULL,
-	due        INTEGER NOT NULL,
-	run_at     INTEGER NOT NULL,
-	attempts   INTEGER NOT NULL DEFAULT 0,
-	last_error TEXT    NOT NULL DEFAULT '',
-	parked     INTEGER NOT NULL DEFAULT 0,
-	claim      TEXT    NOT NULL DEFAULT '',
+//
+// Nothing has been released yet, so the schema is a single version.
+// Claims and Due walk the ready index in run_at order and stop after the
+// batch, so a batch costs the same with 1,000 or 100,000 due. On
+// PostgreSQL the fillfactor leaves half of each page free, so that the
+// claim's new row version fits next to the old one (a HOT update): items
+// due together were mostly added together and share pages, so a batch
+// claims whole pages. Measured with BenchmarkProcess, 85 left most claims
+// without room and the claim then cost twice as much.
+var migrations = []sqldb.Migration{{
+	Version: 1,
+	SQLite: `CREATE TABLE todolist_items (
+	list          TEXT    NOT NULL,
+	id            TEXT    NOT NULL,
+	due           INTEGER NOT NULL,
+	run_at        INTEGER NOT NULL,
+	attempts      INTEGER NOT NULL DEFAULT 0,
+	last_error    TEXT    NOT NULL DEFAULT '',
+	parked        INTEGER NOT NULL DEFAULT 0,
+	claim         TEXT    NOT NULL DEFAULT '',
+	claimed_until INTEGER NOT NULL DEFAULT 0,
+	readded       INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (list, id)
-) WITHOUT ROWID`,
-		Postgres: `CREATE TABLE todolist_items (
-	list       TEXT    NOT NULL,
-	id         TEXT    NOT NULL,
-	due        BIGINT  NOT NULL,
-	run_at     BIGINT  NOT NULL,
-	attempts   INTEGER NOT NULL DEFAULT 0,
-	last_error TEXT    NOT NULL DEFAULT '',
-	parked     INTEGER NOT NULL DEFAULT 0,
-	claim      TEXT    NOT NULL DEFAULT '',
+) WITHOUT ROWID;
+` + indexes,
+	Postgres: `CREATE TABLE todolist_items (
+	list          TEXT    NOT NULL,
+	id            TEXT    NOT NULL,
+	due           BIGINT  NOT NULL,
+	run_at        BIGINT  NOT NULL,
+	attempts      INTEGER NOT NULL DEFAULT 0,
+	last_error    TEXT    NOT NULL DEFAULT '',
+	parked        INTEGER NOT NULL DEFAULT 0,
+	claim         TEXT    NOT NULL DEFAULT '',
+	claimed_until BIGINT  NOT NULL DEFAULT 0,
+	readded       INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (list, id)
-)`,
-	},
-	{
-		Version: 2,
-		// Claims and Due walk this index in run_at order and stop after
-		// the batch, so a batch costs the same with 1,000 or 100,000 due.
-		SQLite: `CREATE INDEX todolist_items_ready ON todolist_items (list, run_at) WHERE parked = 0`,
-	},
-	{
-		Version: 3,
-		SQLite:  `CREATE INDEX todolist_items_parked ON todolist_items (list, due) WHERE parked = 1`,
-	},
-	{
-		Version: 4,
-		// The lease moves out of run_at into a column of its own that no
-		// index covers; rows claimed under version 3 keep their lease in
-		// run_at and come back when it ends. The fillfactor leaves half
-		// of each page free, so that the claim's new row version fits next
-		// to the old one (a HOT update): items due together were mostly
-		// added together and share pages, so a batch claims whole pages.
-		// Measured with BenchmarkProcess, 85 left most claims without room
-		// and the claim then cost twice as much.
-		SQLite:   `ALTER TABLE todolist_items ADD COLUMN claimed_until INTEGER NOT NULL DEFAULT 0`,
-		Postgres: `ALTER TABLE todolist_items ADD COLUMN claimed_until BIGINT NOT NULL DEFAULT 0, SET (fillfactor = 50)`,
-	},
-}
+) WITH (fillfactor = 50);
+` + indexes,
+}}
+
+const indexes = `CREATE INDEX todolist_items_ready ON todolist_items (list, run_at) WHERE parked = 0;
+CREATE INDEX todolist_items_parked ON todolist_items (list, due) WHERE parked = 1;`
 
 const itemColumns = `id, due, run_at, attempts, last_error, parked, claim, claimed_until`
 
@@ -93,12 +90,26 @@ const ready = `list = ? AND parked = 0 AND run_at <= ? AND claimed_until <= ?`
 // items of a batch are removed.
 type queries struct {
 	add, remove, get, due, parked, reactivate, stats, allStats string
-	claim, fail, backlog                                       string
+	claim, fail, release, backlog                              string
 	// removeDone deletes the done items of a batch on PostgreSQL by their
 	// ctids, which travel as one array; SQLite builds the statement per
 	// batch from the IDs.
 	removeDone string
 }
+
+// The set-wise statements on a batch, completed by batchStatement with one
+// placeholder per ID. A done item is deleted only if nothing re-added it
+// meanwhile; releaseIDs then frees the claim of those that were, and of
+// the items the budget left unstarted; releaseConflicts frees conflicting
+// items until just past the cutoff, unless a re-add gave them a new due
+// time.
+const (
+	removeDoneIDs    = `DELETE FROM todolist_items WHERE list = ? AND claim = ? AND readded = 0 AND id IN`
+	releaseIDs       = `UPDATE todolist_items SET claim = '', claimed_until = 0 WHERE list = ? AND claim = ? AND id IN`
+	releaseConflicts = `UPDATE todolist_items SET claim = '', claimed_until = 0,
+	run_at = CASE WHEN readded = 0 THEN ? ELSE run_at END
+WHERE list = ? AND claim = ? AND id IN`
+)
 
 // claimSQLite claims a batch: SQLite has one writer at a time, so the
 // statement's own write lock keeps two processors from picking one row.
@@ -107,7 +118,7 @@ type queries struct {
 const claimSQLite = `WITH picked AS (
 	SELECT id FROM todolist_items WHERE ` + ready + `
 	ORDER BY run_at LIMIT ?)
-UPDATE todolist_items SET claim = ?, claimed_until = ?
+UPDATE todolist_items SET claim = ?, claimed_until = ?, readded = 0
 WHERE list = ? AND id IN (SELECT id FROM picked)
 RETURNING id, due, attempts, last_error`
 
@@ -120,18 +131,28 @@ RETURNING id, due, attempts, last_error`
 // returns: that spares a primary-key lookup per item in the claim and in
 // the delete, the larger part of their cost with random keys. A locked row
 // cannot move before the update, and a row claimed under a token keeps its
-// place until it is deleted or changed; a row changed meanwhile (re-added,
-// re-claimed) is a new version elsewhere that the token check leaves
-// alone, and so is an unrelated row that later took the same place.
+// place until it is deleted or changed; a row changed meanwhile is a new
+// version elsewhere, which the delete does not see, and an unrelated row
+// that later took the same place fails the token check (a re-added row
+// that did so fails the readded check).
+//
+// A row that another transaction changed after the statement's snapshot
+// is locked in its newest version, whose ctid the claiming UPDATE (reading
+// the snapshot) cannot see: the claim then comes back short although the
+// pick was full. The first row therefore reports the count picked, and the
+// processor goes on while the pick is full; the row is taken by the next
+// claim.
 //
 // Its placeholders are the list, the previous batch's token and the done
 // rows' ctids (as text), the cutoff, now, the limit, the token and the
 // lease end. The sub-statements share one snapshot, in which the rows
 // being deleted are still visible: the claim skips them by their token.
-// The last row counts the deleted items under the ID ”, which no item has.
+// The first row, under an empty ID that no item has, carries the count of
+// deleted items (as due) and of picked rows (as attempts); it comes first
+// so that the delete runs before the pick.
 const claimPostgres = `WITH done AS (
 	DELETE FROM todolist_items
-	WHERE ctid = ANY($3::text[]::tid[]) AND list = $1 AND claim = $2
+	WHERE ctid = ANY($3::text[]::tid[]) AND list = $1 AND claim = $2 AND readded = 0
 	RETURNING 1),
 picked AS (
 	SELECT ctid FROM todolist_items
@@ -139,21 +160,22 @@ picked AS (
 	ORDER BY run_at LIMIT $6
 	FOR UPDATE SKIP LOCKED),
 claimed AS (
-	UPDATE todolist_items SET claim = $7, claimed_until = $8
+	UPDATE todolist_items SET claim = $7, claimed_until = $8, readded = 0
 	WHERE ctid = ANY(ARRAY(SELECT ctid FROM picked)) AND list = $1
 	RETURNING id, due, attempts, last_error, ctid::text AS ref)
-SELECT id, due, attempts, last_error, ref FROM claimed
-UNION ALL SELECT '', COUNT(*), 0, '', '' FROM done`
+SELECT '', (SELECT COUNT(*) FROM done), (SELECT COUNT(*) FROM picked)::integer, '', ''
+UNION ALL SELECT id, due, attempts, last_error, ref FROM claimed`
 
 func newQueries(db *sqlx.DB) queries {
 	q := queries{
-		// A replayed event brings the same due time and changes nothing
-		// (not even a claim in flight); only a later due time moves the
-		// item, and then it is new work with a clean slate.
+		// A replayed event brings the same due time and changes nothing;
+		// only a later due time moves the item, and then it is new work
+		// with a clean slate. A claim in flight is kept, so that no other
+		// processor starts the item while the first still works it.
 		add: `INSERT INTO todolist_items (list, id, due, run_at) VALUES (?, ?, ?, ?)
 ON CONFLICT (list, id) DO UPDATE SET
 	due = excluded.due, run_at = excluded.run_at,
-	attempts = 0, last_error = '', parked = 0, claim = '', claimed_until = 0
+	attempts = 0, last_error = '', parked = 0, readded = 1
 WHERE excluded.due > todolist_items.due`,
 		remove: `DELETE FROM todolist_items WHERE list = ? AND id = ?`,
 		get:    `SELECT ` + itemColumns + ` FROM todolist_items WHERE list = ? AND id = ?`,
@@ -167,15 +189,16 @@ WHERE list = ? AND id = ? AND parked = 1`,
 		allStats: `SELECT list, ` + statsColumns + ` FROM todolist_items GROUP BY list ORDER BY list`,
 		claim:    claimSQLite,
 		fail: `UPDATE todolist_items SET attempts = ?, last_error = ?, run_at = ?, parked = ?, claim = '', claimed_until = 0
-WHERE list = ? AND id = ? AND claim = ?`,
+WHERE list = ? AND id = ? AND claim = ? AND readded = 0`,
+		release: `UPDATE todolist_items SET claim = '', claimed_until = 0 WHERE list = ? AND id = ? AND claim = ?`,
 		backlog: `SELECT COUNT(*) FROM todolist_items WHERE ` + ready,
 	}
-	for _, s := range []*string{&q.add, &q.remove, &q.get, &q.due, &q.parked, &q.reactivate, &q.stats, &q.allStats, &q.claim, &q.fail, &q.backlog} {
+	for _, s := range []*string{&q.add, &q.remove, &q.get, &q.due, &q.parked, &q.reactivate, &q.stats, &q.allStats, &q.claim, &q.fail, &q.release, &q.backlog} {
 		*s = db.Rebind(*s)
 	}
 	if sqldb.DialectOf(db) == sqldb.Postgres {
 		q.claim = claimPostgres
-		q.removeDone = `DELETE FROM todolist_items WHERE ctid = ANY($3::text[]::tid[]) AND list = $1 AND claim = $2`
+		q.removeDone = `DELETE FROM todolist_items WHERE ctid = ANY($3::text[]::tid[]) AND list = $1 AND claim = $2 AND readded = 0`
 	}
 	return q
 }

@@ -3,7 +3,6 @@ package todolist
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -29,6 +28,7 @@ type Stats struct {
 
 // ListStats is the [Stats] of one named list.
 type ListStats struct {
+	// Name is the list's name, as given to [Open].
 	Name string
 	Stats
 }
@@ -56,7 +56,7 @@ func (l *List) Stats(ctx context.Context, now time.Time) (Stats, error) {
 // failing.
 func AllStats(ctx context.Context, db *sqlx.DB, now time.Time) ([]ListStats, error) {
 	if db == nil {
-		return nil, errors.New("todolist: stats of all lists: db must not be nil")
+		return nil, fmt.Errorf("todolist: stats of all lists: %w: db must not be nil", ErrInvalidArgument)
 	}
 	if err := validateTime("now", now); err != nil {
 		return nil, fmt.Errorf("todolist: stats of all lists: %w", err)

@@ -42,7 +42,7 @@ func (p *Projection) Subscribe(b *bus.Bus, opts ...bus.SubscribeOption) ([]*bus.
 		return nil, p.err
 	}
 	if b == nil {
-		return nil, fmt.Errorf("todolist: subscribe projection of %q: bus must not be nil", p.list.name)
+		return nil, fmt.Errorf("todolist: subscribe projection of %q: %w: bus must not be nil", p.list.name, ErrInvalidArgument)
 	}
 	subs := make([]*bus.Subscription, 0, len(p.rules))
 	for _, r := range p.rules {

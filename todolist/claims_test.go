@@ -1,0 +1,219 @@
+package todolist_test
+
+import (
+	"context"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/todolist"
+)
+
+// A projection replaying a later deadline (still past) while the item is
+// worked must not let a second processor start it at the same moment.
+func TestAReAddedItemWaitsForTheRunInFlight(t *testing.T) {
+	t.Parallel()
+	for _, outcome := range []struct {
+		name string
+		err  error
+	}{{"done", nil}, {"failed", errFailed}} {
+		t.Run(outcome.name, func(t *testing.T) {
+			t.Parallel()
+			eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
+				ctx := context.Background()
+				clock := clockwork.NewFakeClockAt(t0)
+				l := openList(t, db, "orders", todolist.WithListClock(clock))
+				addItems(t, l, t0.Add(-time.Hour), "a")
+				var worked []time.Time
+				other := newProcessor(t, l, clock, func(_ context.Context, it todolist.Item) error {
+					worked = append(worked, it.Due)
+					return nil
+				})
+				first := newProcessor(t, l, clock, func(ctx context.Context, it todolist.Item) error {
+					require.NoError(t, l.Add(ctx, "a", t0.Add(-30*time.Minute)))
+					held, err := l.Get(ctx, "a")
+					require.NoError(t, err)
+					require.True(t, held.Claimed, "the re-add keeps the claim")
+					r, err := other.Process(ctx, t0)
+					require.NoError(t, err)
+					require.Zero(t, r.Claimed, "another processor must not start the item while it runs here")
+					return outcome.err
+				})
+
+				r, err := first.Process(ctx, t0)
+				require.NoError(t, err)
+				require.Equal(t, todolist.Result{Cutoff: t0, Claimed: 1, Done: r.Done, Lost: 1, Backlog: 1}, r, "the re-added item is left for the next tick")
+				requireReAdded(t, l, "a", t0.Add(-30*time.Minute))
+
+				r, err = other.Process(ctx, t0)
+				require.NoError(t, err)
+				require.Equal(t, 1, r.Done, "once the first run ended, the re-added item is new work")
+				require.Equal(t, []time.Time{t0.Add(-30 * time.Minute)}, worked)
+			})
+		})
+	}
+}
+
+func TestClaimedEndsWithTheLease(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
+		ctx := context.Background()
+		clock := clockwork.NewFakeClockAt(t0)
+		l := openList(t, db, "orders", todolist.WithListClock(clock))
+		addItems(t, l, t0, "a")
+		killCtx, kill := context.WithCancel(ctx)
+		defer kill()
+		p := newProcessor(t, l, clock, func(ctx context.Context, _ todolist.Item) error {
+			kill()
+			return ctx.Err()
+		}, todolist.WithLease(time.Minute))
+		_, err := p.Process(killCtx, t0)
+		require.ErrorIs(t, err, context.Canceled)
+
+		a, err := l.Get(ctx, "a")
+		require.NoError(t, err)
+		require.Equal(t, todolist.Item{ID: "a", Due: t0, NextAttempt: t0.Add(time.Minute), Claimed: true}, a)
+
+		clock.Advance(time.Minute)
+		a, err = l.Get(ctx, "a")
+		require.NoError(t, err)
+		require.Equal(t, todolist.Item{ID: "a", Due: t0, NextAttempt: t0}, a, "a lapsed lease holds nothing")
+		due, err := l.Due(ctx, clock.Now(), 10)
+		require.NoError(t, err)
+		require.Equal(t, []todolist.Item{a}, due)
+	})
+}
+
+func TestBackoffNeverWrapsAround(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
+		ctx := context.Background()
+		// Late in the range the storage holds: ten years later is past it.
+		start := time.Date(2258, 1, 1, 0, 0, 0, 0, time.UTC)
+		clock := clockwork.NewFakeClockAt(start)
+		l := openList(t, db, "orders", todolist.WithListClock(clock))
+		addItems(t, l, start, "a")
+		p := newProcessor(t, l, clock, fail, todolist.WithMaxAttempts(100), todolist.WithBackoff(todolist.MaxBackoff, todolist.MaxBackoff))
+
+		r, err := p.Process(ctx, start)
+		require.NoError(t, err)
+		require.Equal(t, 1, r.Failed)
+		a, err := l.Get(ctx, "a")
+		require.NoError(t, err)
+		require.Equal(t, time.Unix(0, math.MaxInt64).UTC(), a.NextAttempt, "capped at the last instant stored")
+		r, err = p.Process(ctx, start)
+		require.NoError(t, err)
+		require.Zero(t, r.Claimed, "not retried at once")
+	})
+}
+
+func TestBackoffDoublesUpToItsCeiling(t *testing.T) {
+	t.Parallel()
+	db, _ := sqldbtest.SQLite(t)
+	ctx := context.Background()
+	clock := clockwork.NewFakeClockAt(t0)
+	l := openList(t, db, "orders", todolist.WithListClock(clock))
+	addItems(t, l, t0, "a")
+	var waits []time.Duration
+	p := newProcessor(t, l, clock, fail, todolist.WithMaxAttempts(100),
+		todolist.WithBackoff(time.Hour, todolist.MaxBackoff),
+		todolist.WithObserver(todolist.Observer{Failed: func(_ string, it todolist.Item, _ error) {
+			waits = append(waits, it.NextAttempt.Sub(clock.Now()))
+		}}))
+	for range 20 {
+		_, err := p.Process(ctx, clock.Now())
+		require.NoError(t, err)
+		clock.Advance(waits[len(waits)-1])
+	}
+	require.Equal(t, time.Hour, waits[0])
+	require.Equal(t, 2*time.Hour, waits[1])
+	require.Equal(t, todolist.MaxBackoff, waits[len(waits)-1], "doubling stops at the ceiling")
+	for i := 1; i < len(waits); i++ {
+		require.GreaterOrEqual(t, waits[i], waits[i-1], "never wraps to a shorter wait")
+	}
+}
+
+// On PostgreSQL a row changed by another transaction after the claim's
+// snapshot is locked in its newest version, which the claim's update does
+// not see: the batch comes back short of a full pick. The tick must go on
+// and take the row, not stop and report no backlog.
+func TestARowChangedDuringTheClaimIsTakenInTheSameTick(t *testing.T) {
+	t.Parallel()
+	db, dsn := sqldbtest.Postgres(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	db2, err := sqldb.Open(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db2.Close() })
+	clock := clockwork.NewFakeClockAt(t0)
+	l := openList(t, db, "orders", todolist.WithListClock(clock))
+	l2, err := todolist.Open(ctx, db2.DB, "orders")
+	require.NoError(t, err)
+	for i, id := range []string{"s1", "s2", "r", "s3", "s4"} {
+		addItems(t, l, t0.Add(time.Duration(i-5)*time.Minute), id)
+	}
+	moved := t0.Add(-150 * time.Second) // later, still due
+
+	// While s2, the last item of the first batch, is worked, another
+	// transaction locks s2 and moves r. The next claim deletes the first
+	// batch's done items before it picks, so it waits for s2's lock with
+	// its snapshot already taken; the transaction commits meanwhile.
+	var mu sync.Mutex
+	worked := map[string]time.Time{}
+	held := make(chan int)
+	var tx interface {
+		Commit() error
+		Rollback() error
+	}
+	p := newProcessor(t, l, clock, func(ctx context.Context, it todolist.Item) error {
+		mu.Lock()
+		worked[it.ID] = it.Due
+		mu.Unlock()
+		if it.ID != "s2" {
+			return nil
+		}
+		btx, err := db2.BeginTxx(ctx, nil)
+		require.NoError(t, err)
+		tx = btx
+		var pid int
+		require.NoError(t, btx.GetContext(ctx, &pid, `SELECT pg_backend_pid()`))
+		_, err = btx.ExecContext(ctx, `SELECT 1 FROM todolist_items WHERE list = 'orders' AND id = 's2' FOR UPDATE`)
+		require.NoError(t, err)
+		require.NoError(t, l2.AddTx(ctx, btx, "r", moved))
+		held <- pid
+		return nil
+	}, todolist.WithBatchSize(2))
+
+	type outcome struct {
+		r   todolist.Result
+		err error
+	}
+	result := make(chan outcome, 1)
+	go func() {
+		r, err := p.Process(ctx, t0)
+		result <- outcome{r, err}
+	}()
+	pid := <-held
+	require.Eventually(t, func() bool {
+		var blocking bool
+		require.NoError(t, db.GetContext(ctx, &blocking,
+			`SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)))`, pid))
+		return blocking
+	}, 30*time.Second, time.Millisecond, "the next claim waits for the lock")
+	require.NoError(t, tx.Commit())
+
+	out := <-result
+	require.NoError(t, out.err)
+	require.Equal(t, 5, out.r.Done)
+	require.Zero(t, out.r.Backlog)
+	require.Equal(t, moved, worked["r"], "the moved row was taken in its new version")
+	left, err := l.Due(ctx, t0, 10)
+	require.NoError(t, err)
+	require.Empty(t, left)
+}
