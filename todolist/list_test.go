@@ -220,12 +220,13 @@ func TestStatsCountEveryList(t *testing.T) {
 		require.NoError(t, err)
 		// Every attempt failed and one attempt is the limit: all due
 		// items are parked.
-		require.Equal(t, todolist.Stats{Pending: 1, Due: 0, Parked: 3}, stats)
+		require.Equal(t, todolist.Stats{Pending: 1, Due: 0, Parked: 3, Failures: 3, Parkings: 3}, stats)
 
 		require.NoError(t, orders.Reactivate(ctx, "old"))
 		stats, err = orders.Stats(ctx, t0)
 		require.NoError(t, err)
-		require.Equal(t, todolist.Stats{Pending: 2, Due: 1, Parked: 2, OldestDue: t0.Add(-2 * time.Minute)}, stats)
+		require.Equal(t, todolist.Stats{Pending: 2, Due: 1, Parked: 2, OldestDue: t0.Add(-2 * time.Minute), Failures: 3, Parkings: 3}, stats,
+			"re-activating leaves the totals alone")
 
 		all, err = todolist.AllStats(ctx, db.DB, t0)
 		require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/tick"
@@ -148,9 +149,9 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 		cutoff = start
 	}
 	res := Result{Cutoff: cutoff}
-	// done holds the finished items of the last batch until the next claim
-	// removes them in the same round trip (on PostgreSQL), or until the
-	// tick ends.
+	// done holds the outcome of the last batch until the next claim
+	// writes it in the same round trip (on PostgreSQL), or until the tick
+	// ends.
 	var done batchDone
 	for {
 		limit := p.cfg.batchSize
@@ -179,7 +180,7 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 			break
 		}
 	}
-	if err := p.removeDone(ctx, done, &res); err != nil {
+	if err := p.settle(ctx, done, &res); err != nil {
 		return res, err
 	}
 	// Counted on every tick, not only when a budget stopped it: rows that
@@ -201,13 +202,20 @@ type claimed struct {
 	ref string
 }
 
-// batchDone is the items of one batch whose action succeeded, still to be
-// removed under the batch's token: their IDs, and their refs on
-// PostgreSQL.
+// batchDone is what is left to write of one batch's outcome: the items
+// whose action succeeded, to be removed under the batch's token (their
+// IDs, and their refs on PostgreSQL), and the failures and parkings
+// recorded on its items, to be added to the list's totals with the
+// removal.
 type batchDone struct {
-	token string
-	ids   []string
-	refs  []string
+	token              string
+	ids                []string
+	refs               []string
+	failures, parkings int
+}
+
+func (d batchDone) empty() bool {
+	return len(d.ids) == 0 && d.failures == 0 && d.parkings == 0
 }
 
 func (p *Processor) overTime(start time.Time) bool {
@@ -216,14 +224,14 @@ func (p *Processor) overTime(start time.Time) bool {
 
 // claim takes up to limit items due at cutoff in one statement, under a
 // fresh token, and returns them earliest due first, with the count of rows
-// it picked (more than it claimed if rows changed under it). It removes
-// the done items of the previous batch first, in the same statement on
-// PostgreSQL, and clears done once they are.
+// it picked (more than it claimed if rows changed under it). It settles
+// the previous batch first (see [Processor.settle]), in the same statement
+// on PostgreSQL, and clears done once it is.
 func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done *batchDone, res *Result) (batch []claimed, picked int, token string, err error) {
 	l := p.list
 	postgres := l.q.removeDone != ""
 	if !postgres {
-		if err := p.removeDone(ctx, *done, res); err != nil {
+		if err := p.settle(ctx, *done, res); err != nil {
 			return nil, 0, "", err
 		}
 		*done = batchDone{}
@@ -239,7 +247,7 @@ func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done
 			// token, and no row carries a fresh one.
 			prev, refs = token, []string{}
 		}
-		args = append([]any{l.name, prev, refs}, args[1:6]...)
+		args = append(append([]any{l.name, prev, refs}, args[1:6]...), done.failures, done.parkings)
 	}
 	batch, picked, removed, err := p.claimRows(ctx, args, leaseEnd, limit)
 	if err != nil {
@@ -293,27 +301,69 @@ func (p *Processor) claimRows(ctx context.Context, args []any, leaseEnd time.Tim
 	return batch, len(batch), sum, rows.Err()
 }
 
-// removeDone deletes the done items of a batch in one statement; those
-// that changed hands meanwhile are kept and counted as lost outcomes.
-func (p *Processor) removeDone(ctx context.Context, done batchDone, res *Result) error {
-	if len(done.ids) == 0 {
+// settle writes what is left of a batch's outcome in one transaction:
+// it deletes the done items in one statement, and adds the count of those
+// deleted and the batch's failures and parkings to the list's totals.
+// Done items that changed hands meanwhile are kept and counted as lost
+// outcomes.
+func (p *Processor) settle(ctx context.Context, done batchDone, res *Result) error {
+	if done.empty() {
 		return nil
 	}
 	l := p.list
 	var (
-		r   sql.Result
+		n   int
 		err error
 	)
-	if l.q.removeDone != "" {
-		r, err = l.db.ExecContext(ctx, l.q.removeDone, l.name, done.token, done.refs)
-	} else {
-		r, err = p.exec(ctx, removeDoneIDs, done.ids, l.name, done.token)
+	switch {
+	case len(done.ids) == 0:
+		err = p.count(ctx, l.db, 0, done)
+	case l.q.removeDone != "":
+		err = l.db.QueryRowContext(ctx, l.q.removeDone, l.name, done.token, done.refs, done.failures, done.parkings).Scan(&n)
+	default:
+		n, err = p.settleSQLite(ctx, done)
 	}
-	n, err := rowsAffected(r, err)
 	if err != nil {
-		return fmt.Errorf("todolist: remove done items of %q: %w", l.name, err)
+		return fmt.Errorf("todolist: remove done items of %q and count the batch: %w", l.name, err)
 	}
 	return p.released(ctx, done, n, res)
+}
+
+// settleSQLite is settle's delete and count in a transaction: SQLite
+// cannot modify two tables in one statement.
+func (p *Processor) settleSQLite(ctx context.Context, done batchDone) (removed int, err error) {
+	l := p.list
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		// A failed commit has already ended the transaction.
+		if rbErr := tx.Rollback(); !errors.Is(rbErr, sql.ErrTxDone) {
+			err = errors.Join(err, rbErr)
+		}
+	}()
+	r, err := p.exec(ctx, tx, removeDoneIDs, done.ids, l.name, done.token)
+	if removed, err = rowsAffected(r, err); err != nil {
+		return 0, err
+	}
+	if err := p.count(ctx, tx, removed, done); err != nil {
+		return 0, err
+	}
+	return removed, tx.Commit()
+}
+
+// count adds completed and the batch's failures and parkings to the
+// list's totals, unless all are zero.
+func (p *Processor) count(ctx context.Context, ext sqlx.ExecerContext, completed int, done batchDone) error {
+	if completed == 0 && done.failures == 0 && done.parkings == 0 {
+		return nil
+	}
+	_, err := ext.ExecContext(ctx, p.list.q.count, p.list.name, completed, done.failures, done.parkings)
+	return err
 }
 
 // released counts the done items that were not removed (n were) as lost
@@ -326,7 +376,7 @@ func (p *Processor) released(ctx context.Context, done batchDone, n int, res *Re
 	}
 	res.Lost += lost
 	l := p.list
-	r, err := p.exec(ctx, releaseIDs, done.ids, l.name, done.token)
+	r, err := p.exec(ctx, l.db, releaseIDs, done.ids, l.name, done.token)
 	if _, err := rowsAffected(r, err); err != nil {
 		return fmt.Errorf("todolist: release re-added items of %q: %w", l.name, err)
 	}
@@ -375,7 +425,7 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 			conflicts = append(conflicts, it.ID)
 			res.Conflicts++
 		default:
-			if err := p.fail(ctx, token, it.Item, actErr, res); err != nil {
+			if err := p.fail(ctx, &done, it.Item, actErr, res); err != nil {
 				return done, false, err
 			}
 		}
@@ -385,13 +435,13 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 		// Released just past the cutoff: the next tick takes them, this
 		// one does not spin on them.
 		next := sqldb.EncodeTime(res.Cutoff) + 1
-		r, err := p.exec(ctx, releaseConflicts, conflicts, next, l.name, token)
+		r, err := p.exec(ctx, l.db, releaseConflicts, conflicts, next, l.name, token)
 		if _, err := rowsAffected(r, err); err != nil {
 			return done, false, fmt.Errorf("todolist: release conflicting items of %q: %w", l.name, err)
 		}
 	}
 	if len(unstarted) > 0 {
-		r, err := p.exec(ctx, releaseIDs, unstarted, l.name, token)
+		r, err := p.exec(ctx, l.db, releaseIDs, unstarted, l.name, token)
 		n, err := rowsAffected(r, err)
 		if err != nil {
 			return done, false, fmt.Errorf("todolist: release unstarted items of %q: %w", l.name, err)
@@ -401,14 +451,14 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 	return done, stopped, nil
 }
 
-// exec runs prefix followed by the list of ids, after args.
-func (p *Processor) exec(ctx context.Context, prefix string, ids []string, args ...any) (sql.Result, error) {
+// exec runs prefix followed by the list of ids, after args, on ext.
+func (p *Processor) exec(ctx context.Context, ext sqlx.ExecerContext, prefix string, ids []string, args ...any) (sql.Result, error) {
 	all := make([]any, 0, len(args)+len(ids))
 	all = append(all, args...)
 	for _, id := range ids {
 		all = append(all, id)
 	}
-	return p.list.db.ExecContext(ctx, batchStatement(p.list.db, prefix, len(ids)), all...)
+	return ext.ExecContext(ctx, batchStatement(p.list.db, prefix, len(ids)), all...)
 }
 
 // rowsAffected returns the rows a statement changed, or err.
@@ -434,17 +484,20 @@ func (p *Processor) run(ctx context.Context, it Item) (err error) {
 const abandonTimeout = 5 * time.Second
 
 // abandon gives up the batch in flight because ctx ended, as a crash
-// would, but first removes the items whose action already succeeded, so
-// that they are not worked again when the claims lapse.
+// would, but first settles it: the items whose action already succeeded
+// are removed, so that they are not worked again when the claims lapse,
+// and the outcomes so far are counted.
 func (p *Processor) abandon(ctx context.Context, done batchDone, res *Result) error {
 	err := fmt.Errorf("todolist: process %q: abandoned the batch in flight, its claims lapse after the lease: %w", p.list.name, context.Cause(ctx))
 	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
 	defer cancel()
-	return errors.Join(err, p.removeDone(cleanup, done, res))
+	return errors.Join(err, p.settle(cleanup, done, res))
 }
 
 // fail records a failed attempt: backoff, or parking after the last one.
-func (p *Processor) fail(ctx context.Context, token string, it Item, actErr error, res *Result) error {
+// It counts the attempt in done, for the list's totals.
+func (p *Processor) fail(ctx context.Context, done *batchDone, it Item, actErr error, res *Result) error {
+	token := done.token
 	it.Attempts++
 	it.LastError = errorText(actErr)
 	it.Parked = it.Attempts >= p.cfg.maxAttempts
@@ -476,7 +529,9 @@ func (p *Processor) fail(ctx context.Context, token string, it Item, actErr erro
 		}
 		return nil
 	}
+	done.failures++
 	if it.Parked {
+		done.parkings++
 		res.Parked++
 		if p.cfg.observer.Parked != nil {
 			p.cfg.observer.Parked(l.name, it, actErr)

@@ -2,7 +2,6 @@ package todolist_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -96,7 +95,7 @@ func TestProcessingTakesWhatWasDueAtTheBoundary(t *testing.T) {
 
 		stats, err := l.Stats(ctx, t0.Add(3*time.Hour))
 		require.NoError(t, err)
-		require.Equal(t, todolist.Stats{Pending: 1, Due: 1, OldestDue: t0.Add(2 * time.Hour)}, stats)
+		require.Equal(t, todolist.Stats{Pending: 1, Due: 1, OldestDue: t0.Add(2 * time.Hour), Completed: 3}, stats)
 	})
 }
 
@@ -345,12 +344,7 @@ func TestTwoProcessorsWorkEveryItemExactlyOnce(t *testing.T) {
 		// Bounds the wait of the processors for each other.
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
-		// A second handle on the same database: another process.
-		db2, err := sqldb.Open(ctx, dsn)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = db2.Close() })
-		l1 := openList(t, db, "orders")
-		l2 := openList(t, db2, "orders")
+		l1, l2 := openTwice(t, ctx, db, dsn, "orders")
 
 		const n = 300
 		want := make([]string, n)
@@ -365,9 +359,8 @@ func TestTwoProcessorsWorkEveryItemExactlyOnce(t *testing.T) {
 		overlaps := 0
 		// Each processor's first action waits until the other's has
 		// started too, so both provably hold items at the same moment.
-		arrived := []chan struct{}{make(chan struct{}), make(chan struct{})}
+		meet := rendezvous(2)
 		action := func(me int) todolist.Action {
-			var once sync.Once
 			return func(ctx context.Context, it todolist.Item) error {
 				mu.Lock()
 				if running[it.ID] {
@@ -376,13 +369,7 @@ func TestTwoProcessorsWorkEveryItemExactlyOnce(t *testing.T) {
 				running[it.ID] = true
 				count[it.ID]++
 				mu.Unlock()
-				once.Do(func() {
-					close(arrived[me])
-					select {
-					case <-arrived[1-me]:
-					case <-ctx.Done():
-					}
-				})
+				meet[me](ctx)
 				runtime.Gosched() // let the other processor run while this item is in flight
 				mu.Lock()
 				delete(running, it.ID)
@@ -390,19 +377,7 @@ func TestTwoProcessorsWorkEveryItemExactlyOnce(t *testing.T) {
 				return nil
 			}
 		}
-		clock := clockwork.NewFakeClockAt(t0)
-		procs := []*todolist.Processor{
-			newProcessor(t, l1, clock, action(0), todolist.WithBatchSize(7)),
-			newProcessor(t, l2, clock, action(1), todolist.WithBatchSize(7)),
-		}
-		results := make([]todolist.Result, len(procs))
-		errs := make([]error, len(procs))
-		var wg sync.WaitGroup
-		for i, p := range procs {
-			wg.Go(func() { results[i], errs[i] = p.Process(ctx, t0) })
-		}
-		wg.Wait()
-		require.NoError(t, errors.Join(errs...))
+		results := processTogether(t, ctx, action, l1, l2)
 
 		require.Zero(t, overlaps, "no item ran on two processors at once")
 		require.Len(t, count, n)

@@ -36,7 +36,15 @@ const component = "todolist"
 //
 // Times are sqldb.EncodeTime values (Unix nanoseconds).
 //
-// Nothing has been released yet, so the schema is a single version.
+// Version 2 adds todolist_counters: each list's running totals of what
+// processors did, one row per list that ever processed an item. The
+// processes serving status (the ticker) do not run the processors, so the
+// totals live in the database. Each batch adds its counts in one upsert,
+// so concurrent processors sum without reading the totals first; the row
+// outlives the list's items, so a list that finished all its work still
+// reports. (Nothing has been released yet; version 2 spares the databases
+// already at version 1 a rebuild.)
+//
 // Claims and Due walk the ready index in run_at order and stop after the
 // batch, so a batch costs the same with 1,000 or 100,000 due. On
 // PostgreSQL the fillfactor leaves half of each page free, so that the
@@ -74,6 +82,20 @@ var migrations = []sqldb.Migration{{
 	PRIMARY KEY (list, id)
 ) WITH (fillfactor = 50);
 ` + indexes,
+}, {
+	Version: 2,
+	SQLite: `CREATE TABLE todolist_counters (
+	list      TEXT    NOT NULL PRIMARY KEY,
+	completed INTEGER NOT NULL DEFAULT 0,
+	failures  INTEGER NOT NULL DEFAULT 0,
+	parkings  INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;`,
+	Postgres: `CREATE TABLE todolist_counters (
+	list      TEXT   NOT NULL PRIMARY KEY,
+	completed BIGINT NOT NULL DEFAULT 0,
+	failures  BIGINT NOT NULL DEFAULT 0,
+	parkings  BIGINT NOT NULL DEFAULT 0
+);`,
 }}
 
 const indexes = `CREATE INDEX todolist_items_ready ON todolist_items (list, run_at) WHERE parked = 0;
@@ -90,10 +112,10 @@ const ready = `list = ? AND parked = 0 AND run_at <= ? AND claimed_until <= ?`
 // items of a batch are removed.
 type queries struct {
 	add, remove, get, due, parked, reactivate, stats, allStats string
-	claim, fail, release, backlog                              string
+	claim, fail, release, backlog, count                       string
 	// removeDone deletes the done items of a batch on PostgreSQL by their
-	// ctids, which travel as one array; SQLite builds the statement per
-	// batch from the IDs.
+	// ctids, which travel as one array, and adds the batch's counts to the
+	// list's totals; SQLite builds the delete per batch from the IDs.
 	removeDone string
 }
 
@@ -122,8 +144,9 @@ UPDATE todolist_items SET claim = ?, claimed_until = ?, readded = 0
 WHERE list = ? AND id IN (SELECT id FROM picked)
 RETURNING id, due, attempts, last_error`
 
-// claimPostgres removes the done items of the previous batch and claims
-// the next batch in one statement, one round trip per batch. SKIP LOCKED
+// claimPostgres removes the done items of the previous batch, adds that
+// batch's counts to the list's totals and claims the next batch in one
+// statement, one round trip per batch. SKIP LOCKED
 // lets concurrent processors take disjoint batches instead of queueing
 // behind each other's row locks.
 //
@@ -144,16 +167,14 @@ RETURNING id, due, attempts, last_error`
 // claim.
 //
 // Its placeholders are the list, the previous batch's token and the done
-// rows' ctids (as text), the cutoff, now, the limit, the token and the
-// lease end. The sub-statements share one snapshot, in which the rows
+// rows' ctids (as text), the cutoff, now, the limit, the token, the lease
+// end, and the previous batch's failures and parkings. The sub-statements share one snapshot, in which the rows
 // being deleted are still visible: the claim skips them by their token.
 // The first row, under an empty ID that no item has, carries the count of
 // deleted items (as due) and of picked rows (as attempts); it comes first
 // so that the delete runs before the pick.
-const claimPostgres = `WITH done AS (
-	DELETE FROM todolist_items
-	WHERE ctid = ANY($3::text[]::tid[]) AND list = $1 AND claim = $2 AND readded = 0
-	RETURNING 1),
+var claimPostgres = `WITH done AS (` + deleteDonePostgres + ` RETURNING 1),
+` + countDonePostgres("$9", "$10") + `,
 picked AS (
 	SELECT ctid FROM todolist_items
 	WHERE list = $1 AND parked = 0 AND run_at <= $4 AND claimed_until <= $5 AND claim <> $2
@@ -165,6 +186,35 @@ claimed AS (
 	RETURNING id, due, attempts, last_error, ctid::text AS ref)
 SELECT '', (SELECT COUNT(*) FROM done), (SELECT COUNT(*) FROM picked)::integer, '', ''
 UNION ALL SELECT id, due, attempts, last_error, ref FROM claimed`
+
+// deleteDonePostgres deletes the done items of a batch: the list, the
+// batch's token and the rows' ctids are $1, $2 and $3.
+const deleteDonePostgres = `DELETE FROM todolist_items
+	WHERE ctid = ANY($3::text[]::tid[]) AND list = $1 AND claim = $2 AND readded = 0`
+
+// countDonePostgres is the sub-statement of a batch's delete that adds to
+// the totals of list $1 the rows deleted by the CTE "done" and the
+// failures and parkings in the given placeholders. With nothing to count
+// it writes nothing, so an idle tick takes no lock on the totals.
+// PostgreSQL runs it to completion although no part of the statement
+// reads it.
+func countDonePostgres(failures, parkings string) string {
+	return `counted AS (
+	INSERT INTO todolist_counters (list, completed, failures, parkings)
+	SELECT $1, n.completed, n.failures, n.parkings FROM (
+		SELECT (SELECT COUNT(*) FROM done) AS completed,
+			` + failures + `::bigint AS failures, ` + parkings + `::bigint AS parkings) AS n
+	WHERE n.completed > 0 OR n.failures > 0 OR n.parkings > 0` + addCounts + `)`
+}
+
+// addCounts ends every write to todolist_counters: the counts are added to
+// the stored totals inside the statement (an upsert takes the row's
+// lock), so concurrent processors sum exactly without reading them first.
+const addCounts = `
+	ON CONFLICT (list) DO UPDATE SET
+		completed = todolist_counters.completed + excluded.completed,
+		failures = todolist_counters.failures + excluded.failures,
+		parkings = todolist_counters.parkings + excluded.parkings`
 
 func newQueries(db *sqlx.DB) queries {
 	q := queries{
@@ -185,30 +235,51 @@ WHERE ` + ready + ` ORDER BY run_at, id LIMIT ?`,
 WHERE list = ? AND parked = 1 ORDER BY due, id LIMIT ?`,
 		reactivate: `UPDATE todolist_items SET parked = 0, attempts = 0, last_error = '', claim = '', claimed_until = 0, run_at = due
 WHERE list = ? AND id = ? AND parked = 1`,
-		stats:    `SELECT ` + statsColumns + ` FROM todolist_items WHERE list = ?`,
-		allStats: `SELECT list, ` + statsColumns + ` FROM todolist_items GROUP BY list ORDER BY list`,
+		stats:    statsQuery(`WHERE list = ?`),
+		allStats: statsQuery(``),
 		claim:    claimSQLite,
 		fail: `UPDATE todolist_items SET attempts = ?, last_error = ?, run_at = ?, parked = ?, claim = '', claimed_until = 0
 WHERE list = ? AND id = ? AND claim = ? AND readded = 0`,
 		release: `UPDATE todolist_items SET claim = '', claimed_until = 0 WHERE list = ? AND id = ? AND claim = ?`,
 		backlog: `SELECT COUNT(*) FROM todolist_items WHERE ` + ready,
+		// The list and a batch's completed items, failures and parkings.
+		count: `INSERT INTO todolist_counters (list, completed, failures, parkings) VALUES (?, ?, ?, ?)` + addCounts,
 	}
-	for _, s := range []*string{&q.add, &q.remove, &q.get, &q.due, &q.parked, &q.reactivate, &q.stats, &q.allStats, &q.claim, &q.fail, &q.release, &q.backlog} {
+	for _, s := range []*string{&q.add, &q.remove, &q.get, &q.due, &q.parked, &q.reactivate, &q.stats, &q.allStats, &q.claim, &q.fail, &q.release, &q.backlog, &q.count} {
 		*s = db.Rebind(*s)
 	}
 	if sqldb.DialectOf(db) == sqldb.Postgres {
 		q.claim = claimPostgres
-		q.removeDone = `DELETE FROM todolist_items WHERE ctid = ANY($3::text[]::tid[]) AND list = $1 AND claim = $2 AND readded = 0`
+		// Its placeholders are those of the delete, then the batch's
+		// failures and parkings; it returns the count of deleted items.
+		q.removeDone = `WITH done AS (` + deleteDonePostgres + ` RETURNING 1),
+` + countDonePostgres("$4", "$5") + `
+SELECT COUNT(*) FROM done`
 	}
 	return q
 }
 
-// statsColumns aggregates one list; the two due-time placeholders are the
-// same "now".
-const statsColumns = `COUNT(*) - COALESCE(SUM(parked), 0),
-	COALESCE(SUM(CASE WHEN parked = 0 AND due <= ? THEN 1 ELSE 0 END), 0),
-	COALESCE(SUM(parked), 0),
-	MIN(CASE WHEN parked = 0 AND due <= ? THEN due END)`
+// statsQuery reads, per list, its items aggregated and its totals, where
+// selects the lists; it is applied to both tables, so a list appears if it
+// has items, totals or both. Each list has at most one row on each side
+// of the union and zeros on the other, so MAX picks the counted value.
+// The placeholders are "now" twice, then those of where twice.
+func statsQuery(where string) string {
+	return `SELECT list, MAX(pending), MAX(due), MAX(parked), MIN(oldest), MAX(completed), MAX(failures), MAX(parkings)
+FROM (
+	SELECT list, ` + statsColumns + `, 0 AS completed, 0 AS failures, 0 AS parkings
+	FROM todolist_items ` + where + ` GROUP BY list
+	UNION ALL
+	SELECT list, 0, 0, 0, NULL, completed, failures, parkings FROM todolist_counters ` + where + `
+) AS s GROUP BY list ORDER BY list`
+}
+
+// statsColumns aggregates the items of one list; the two due-time
+// placeholders are the same "now".
+const statsColumns = `COUNT(*) - COALESCE(SUM(parked), 0) AS pending,
+	COALESCE(SUM(CASE WHEN parked = 0 AND due <= ? THEN 1 ELSE 0 END), 0) AS due,
+	COALESCE(SUM(parked), 0) AS parked,
+	MIN(CASE WHEN parked = 0 AND due <= ? THEN due END) AS oldest`
 
 // batchStatement returns prefix followed by "(?, ?, …)" with n
 // placeholders, rebound for db: the set-wise delete and release of a batch.

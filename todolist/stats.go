@@ -3,6 +3,7 @@ package todolist
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,7 +12,18 @@ import (
 	"github.com/passage-of-time/passage/internal/sqldb"
 )
 
-// Stats counts the items of one list at an instant.
+// Stats counts the items of one list at an instant, and what processors
+// did with the list's items so far.
+//
+// The totals (Completed, Failures, Parkings) are kept in the database and
+// added to by every processor of the list, in whichever process it runs,
+// once per batch; so a process that runs no processor (a status page)
+// reads them too. They only grow: removing or re-activating items leaves
+// them alone. They are exact, except that a processor that dies or loses
+// its database in the middle of a batch leaves out the failures and
+// parkings it had recorded on that batch's items (the items themselves
+// keep them). Completed is written in the same transaction as the
+// removal of the items it counts.
 type Stats struct {
 	// Pending counts the items that are not parked, whether due or not.
 	Pending int
@@ -24,6 +36,19 @@ type Stats struct {
 	// OldestDue is the earliest due time among the Due items, or the zero
 	// time when none is due: how far behind the processor is.
 	OldestDue time.Time
+
+	// Completed is the total of items whose action returned nil and that
+	// a processor then removed. An item removed, re-added or re-claimed
+	// by someone else while its action ran is not counted (the processor
+	// counts it in [Result.Lost]).
+	Completed int64
+	// Failures is the total of failed attempts recorded, including those
+	// that parked an item ([Result.Failed] plus [Result.Parked]). Version
+	// conflicts are not failures.
+	Failures int64
+	// Parkings is the total of times an item was parked; Parked is how
+	// many are parked now.
+	Parkings int64
 }
 
 // ListStats is the [Stats] of one named list.
@@ -33,27 +58,31 @@ type ListStats struct {
 	Stats
 }
 
-// Stats counts the list's items at now. It reads every item of the list, so
-// it is meant for status pages, not for every tick.
+// Stats counts the list's items at now and reads its totals. It reads
+// every item of the list, so it is meant for status pages, not for every
+// tick.
 func (l *List) Stats(ctx context.Context, now time.Time) (Stats, error) {
 	if err := validateTime("now", now); err != nil {
 		return Stats{}, fmt.Errorf("todolist: stats of %q: %w", l.name, err)
 	}
 	at := sqldb.EncodeTime(now)
-	var s Stats
-	var oldest sql.NullInt64
-	row := l.db.QueryRowContext(ctx, l.q.stats, at, at, l.name)
-	if err := row.Scan(&s.Pending, &s.Due, &s.Parked, &oldest); err != nil {
+	s, err := scanStats(l.db.QueryRowContext(ctx, l.q.stats, at, at, l.name, l.name))
+	if errors.Is(err, sql.ErrNoRows) {
+		// Neither items nor totals: a list never used.
+		return Stats{}, nil
+	}
+	if err != nil {
 		return Stats{}, fmt.Errorf("todolist: stats of %q: %w", l.name, err)
 	}
-	s.OldestDue = nullTime(oldest)
-	return s, nil
+	return s.Stats, nil
 }
 
-// AllStats counts the items of every list in db at now, ordered by list
-// name; lists without items do not appear. It creates the table if no list
-// was ever opened in db, so a fresh database reports no lists instead of
-// failing.
+// AllStats counts the items of every list in db at now and reads their
+// totals, ordered by list name. A list appears if it has items or if a
+// processor ever recorded an outcome for it, so a list whose items are all
+// done still reports its totals; a list that only ever had items removed
+// by hand does not. It creates the tables if no list was ever opened in
+// db, so a fresh database reports no lists instead of failing.
 func AllStats(ctx context.Context, db *sqlx.DB, now time.Time) ([]ListStats, error) {
 	if db == nil {
 		return nil, fmt.Errorf("todolist: stats of all lists: %w: db must not be nil", ErrInvalidArgument)
@@ -72,16 +101,25 @@ func AllStats(ctx context.Context, db *sqlx.DB, now time.Time) ([]ListStats, err
 	defer rows.Close()
 	var all []ListStats
 	for rows.Next() {
-		var ls ListStats
-		var oldest sql.NullInt64
-		if err := rows.Scan(&ls.Name, &ls.Pending, &ls.Due, &ls.Parked, &oldest); err != nil {
+		ls, err := scanStats(rows)
+		if err != nil {
 			return nil, fmt.Errorf("todolist: stats of all lists: %w", err)
 		}
-		ls.OldestDue = nullTime(oldest)
 		all = append(all, ls)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("todolist: stats of all lists: %w", err)
 	}
 	return all, nil
+}
+
+// scanStats reads one row of the stats query.
+func scanStats(row interface{ Scan(dest ...any) error }) (ListStats, error) {
+	var ls ListStats
+	var oldest sql.NullInt64
+	if err := row.Scan(&ls.Name, &ls.Pending, &ls.Due, &ls.Parked, &oldest, &ls.Completed, &ls.Failures, &ls.Parkings); err != nil {
+		return ListStats{}, err
+	}
+	ls.OldestDue = nullTime(oldest)
+	return ls, nil
 }

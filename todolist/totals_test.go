@@ -1,0 +1,146 @@
+package todolist_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/todolist"
+)
+
+func TestTotalsCountWhatProcessorsDid(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, db *sqldb.DB, dsn string) {
+		ctx := context.Background()
+		l := openList(t, db, "orders")
+		addItems(t, l, t0, "ok-1", "ok-2", "ok-3", "ok-4", "ok-5", "bad", "busy", "gone")
+		clock := clockwork.NewFakeClockAt(t0)
+		p := newProcessor(t, l, clock, func(ctx context.Context, it todolist.Item) error {
+			switch it.ID {
+			case "bad":
+				return errFailed
+			case "busy":
+				return conflictError{}
+			case "gone":
+				// Removed by someone else while worked: not completed
+				// by the processor.
+				return l.Remove(ctx, it.ID)
+			}
+			return nil
+		},
+			// Small batches: outcomes are written by later claims and by
+			// the end of the tick.
+			todolist.WithBatchSize(3),
+			todolist.WithMaxAttempts(2),
+			todolist.WithBackoff(time.Minute, time.Minute))
+
+		r, err := p.Process(ctx, t0)
+		require.NoError(t, err)
+		require.Equal(t, todolist.Result{Cutoff: t0, Claimed: 8, Done: 6, Failed: 1, Conflicts: 1, Lost: 1}, r)
+		stats, err := l.Stats(ctx, t0)
+		require.NoError(t, err)
+		require.Equal(t, todolist.Stats{Pending: 2, Due: 2, OldestDue: t0, Completed: 5, Failures: 1}, stats)
+
+		clock.Advance(time.Minute)
+		r, err = p.Process(ctx, clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, 1, r.Parked)
+		require.Equal(t, 1, r.Conflicts)
+
+		// Another process, such as the ticker serving /metrics, reads the
+		// same totals.
+		other, err := sqldb.Open(ctx, dsn)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = other.Close() })
+		all, err := todolist.AllStats(ctx, other.DB, clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, []todolist.ListStats{{Name: "orders", Stats: todolist.Stats{
+			Pending: 1, Due: 1, Parked: 1, OldestDue: t0, Completed: 5, Failures: 2, Parkings: 1,
+		}}}, all)
+
+		require.NoError(t, l.Reactivate(ctx, "bad"))
+		require.NoError(t, l.Remove(ctx, "busy"))
+		stats, err = l.Stats(ctx, clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, todolist.Stats{Pending: 1, Due: 1, OldestDue: t0, Completed: 5, Failures: 2, Parkings: 1}, stats,
+			"changing items by hand leaves the totals alone")
+	})
+}
+
+func TestTotalsOfConcurrentProcessorsAddUp(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, db *sqldb.DB, dsn string) {
+		// Bounds the wait of the processors for each other.
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		l1, l2 := openTwice(t, ctx, db, dsn, "orders")
+
+		const n, failing = 200, 40
+		for i := range n {
+			addItems(t, l1, t0, fmt.Sprintf("order-%03d", i))
+		}
+		// Each processor's first action waits until the other's has
+		// started too, so that both write their batches' counts while
+		// the other does.
+		meet := rendezvous(2)
+		action := func(me int) todolist.Action {
+			return func(ctx context.Context, it todolist.Item) error {
+				meet[me](ctx)
+				var i int
+				if _, err := fmt.Sscanf(it.ID, "order-%d", &i); err != nil {
+					return err
+				}
+				if i%(n/failing) == 0 {
+					return errFailed
+				}
+				return nil
+			}
+		}
+		results := processTogether(t, ctx, action, l1, l2)
+		require.Positive(t, results[0].Done, "both processors worked")
+		require.Positive(t, results[1].Done, "both processors worked")
+
+		stats, err := l2.Stats(ctx, t0)
+		require.NoError(t, err)
+		require.Equal(t, int64(n-failing), stats.Completed)
+		require.Equal(t, int64(failing), stats.Failures)
+		require.Zero(t, stats.Parkings)
+		require.Equal(t, results[0].Done+results[1].Done, int(stats.Completed))
+	})
+}
+
+func TestAllStatsListsAListWhoseItemsAreAllDone(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
+		ctx := context.Background()
+		clock := clockwork.NewFakeClockAt(t0)
+		invoices := openList(t, db, "invoices")
+		addItems(t, invoices, t0, "i1", "i2")
+		_, err := newProcessor(t, invoices, clock, succeed).Process(ctx, t0)
+		require.NoError(t, err)
+
+		// Lists that never had an outcome: one emptied by hand, one
+		// whose processor found nothing due.
+		refunds := openList(t, db, "refunds")
+		addItems(t, refunds, t0, "r1")
+		require.NoError(t, refunds.Remove(ctx, "r1"))
+		idle := openList(t, db, "idle")
+		_, err = newProcessor(t, idle, clock, succeed).Process(ctx, t0)
+		require.NoError(t, err)
+
+		all, err := todolist.AllStats(ctx, db.DB, t0)
+		require.NoError(t, err)
+		require.Equal(t, []todolist.ListStats{{Name: "invoices", Stats: todolist.Stats{Completed: 2}}}, all)
+		stats, err := invoices.Stats(ctx, t0)
+		require.NoError(t, err)
+		require.Equal(t, todolist.Stats{Completed: 2}, stats)
+		stats, err = idle.Stats(ctx, t0)
+		require.NoError(t, err)
+		require.Equal(t, todolist.Stats{}, stats)
+	})
+}
