@@ -43,6 +43,12 @@
 //     failure, the item is simply tried again on the next tick;
 //   - a panic: a failed attempt like any error.
 //
+// Each batch also adds its outcomes to the list's totals in the database,
+// in the same statement on PostgreSQL and the same transaction on SQLite,
+// so any process — a status page that runs no processor — reads them
+// ([Stats].Completed, Failures and Parkings, from [List.Stats] and
+// [AllStats]).
+//
 // A processor that dies leaves its claims behind; they lapse after the lease
 // and another processor takes the items. Several processors may work one
 // list at once without working the same item at the same moment. A time and
