@@ -21,7 +21,9 @@ import (
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/cli"
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
+	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/todolist"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -309,6 +311,7 @@ func TestRunServesHealthAndMetrics(t *testing.T) {
 	require.Equal(t, 2, emitted)
 	require.Contains(t, metrics, `passage_ticks_emitted_total{unit="minute"} `+strconv.Itoa(emitted))
 	require.Contains(t, metrics, "# TYPE passage_todo_pending gauge")
+	require.Contains(t, metrics, "# TYPE passage_todo_completed_total counter")
 
 	cancel()
 	require.Equal(t, cli.ExitOK, <-done, stderr.String())
@@ -391,4 +394,49 @@ func TestSignalDuringACatchUpSavesTheCursorAtTheEventInFlight(t *testing.T) {
 	for i, key := range got {
 		require.Equal(t, fmt.Sprintf("minute/2026-11-21T12:%02d:00Z", i+1), key)
 	}
+}
+
+func TestStatusShowsEveryToDoList(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(start)
+	path := filepath.Join(t.TempDir(), "passage.db")
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, path)
+	require.NoError(t, err)
+	defer db.Close()
+	list, err := todolist.Open(ctx, db.DB, "pending-orders", todolist.WithListClock(clock))
+	require.NoError(t, err)
+	for i, due := range []time.Duration{-10 * time.Minute, -time.Minute, time.Hour} {
+		require.NoError(t, list.Add(ctx, fmt.Sprintf("order-%d", i), start.Add(due)))
+	}
+	// A processor completes what was due a few minutes ago, in another process.
+	proc, err := todolist.NewProcessor(list, func(context.Context, todolist.Item) error { return nil })
+	require.NoError(t, err)
+	_, err = proc.Process(ctx, start.Add(-5*time.Minute))
+	require.NoError(t, err)
+
+	r := run(t, clock, nil, "status", "--db", path, "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var report struct {
+		Lists []struct {
+			Name      string    `json:"name"`
+			Pending   int       `json:"pending"`
+			Due       int       `json:"due_now"`
+			OldestDue time.Time `json:"oldest_due"`
+			Lag       string    `json:"lag"`
+			Completed int64     `json:"completed_total"`
+		} `json:"todo_lists"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &report), r.stdout)
+	require.Len(t, report.Lists, 1)
+	l := report.Lists[0]
+	require.Equal(t, "pending-orders", l.Name)
+	require.Equal(t, 2, l.Pending)
+	require.Equal(t, 1, l.Due)
+	require.Equal(t, int64(1), l.Completed)
+	require.True(t, l.OldestDue.Equal(start.Add(-time.Minute)))
+	require.Equal(t, "1m0s", l.Lag)
+
+	human := run(t, clock, nil, "status", "--db", path)
+	require.Regexp(t, `pending-orders\s+2\s+1\s+0\s+2026-11-21T11:59:30Z\s+1m0s\s+1\s+0`, human.stdout)
 }

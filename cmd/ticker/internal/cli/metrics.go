@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,9 +27,8 @@ type metrics struct {
 	storeErr int64
 }
 
-// The metrics are per unit; the to-do list gauges are read from the database
-// at each scrape. How many items processors handled is counted where they
-// run (todolist.Observer), not in the ticker.
+// The metrics are per unit; the to-do list figures are read from the database
+// at each scrape, so they cover the processors of every process.
 
 func newMetrics() *metrics {
 	return &metrics{
@@ -118,9 +118,16 @@ func writeListMetrics(w http.ResponseWriter, lists []todolist.ListStats) {
 		{"passage_todo_pending", "Items waiting on a to-do list (not parked).", func(s todolist.Stats) float64 { return float64(s.Pending) }},
 		{"passage_todo_due", "Pending items whose due time has come.", func(s todolist.Stats) float64 { return float64(s.Due) }},
 		{"passage_todo_parked", "Items parked after too many failed attempts.", func(s todolist.Stats) float64 { return float64(s.Parked) }},
+		{"passage_todo_completed_total", "Items processors completed and removed, by every process.", func(s todolist.Stats) float64 { return float64(s.Completed) }},
+		{"passage_todo_failures_total", "Failed attempts recorded by processors (version conflicts excluded).", func(s todolist.Stats) float64 { return float64(s.Failures) }},
+		{"passage_todo_parkings_total", "Times an item was parked.", func(s todolist.Stats) float64 { return float64(s.Parkings) }},
 	}
 	for _, g := range gauges {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n", g.name, g.help, g.name)
+		kind := "gauge"
+		if strings.HasSuffix(g.name, "_total") {
+			kind = "counter"
+		}
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", g.name, g.help, g.name, kind)
 		for _, l := range lists {
 			fmt.Fprintf(w, "%s{list=%q} %g\n", g.name, l.Name, g.value(l.Stats))
 		}

@@ -41,6 +41,8 @@ type listStatus struct {
 	Parked    int        `json:"parked"`
 	OldestDue *time.Time `json:"oldest_due"`
 	Lag       string     `json:"lag"`
+	Completed int64      `json:"completed_total"`
+	Failures  int64      `json:"failures_total"`
 }
 
 // behindCap bounds how far status counts missed boundaries, so a cursor
@@ -102,7 +104,7 @@ func statusCommand(ctx context.Context, env Env, args []string) error {
 		return fmt.Errorf("read to-do lists: %w", err)
 	}
 	for _, l := range lists {
-		s := listStatus{Name: l.Name, Pending: l.Pending, Due: l.Due, Parked: l.Parked, Lag: "-"}
+		s := listStatus{Name: l.Name, Pending: l.Pending, Due: l.Due, Parked: l.Parked, Lag: "-", Completed: l.Completed, Failures: l.Failures}
 		if !l.OldestDue.IsZero() {
 			oldest := l.OldestDue.In(loc)
 			s.OldestDue = &oldest
@@ -155,15 +157,15 @@ func printStatus(env Env, r statusReport) error {
 	}
 	fmt.Fprintln(tw)
 	if len(r.Lists) == 0 {
-		fmt.Fprintln(tw, "to-do lists: none with items")
+		fmt.Fprintln(tw, "to-do lists: none yet")
 	} else {
-		fmt.Fprintln(tw, "TO-DO LIST\tPENDING\tDUE NOW\tPARKED\tOLDEST DUE\tLAG")
+		fmt.Fprintln(tw, "TO-DO LIST\tPENDING\tDUE NOW\tPARKED\tOLDEST DUE\tLAG\tCOMPLETED\tFAILURES")
 		for _, l := range r.Lists {
 			oldest := "-"
 			if l.OldestDue != nil {
 				oldest = l.OldestDue.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", l.Name, l.Pending, l.Due, l.Parked, oldest, l.Lag)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\n", l.Name, l.Pending, l.Due, l.Parked, oldest, l.Lag, l.Completed, l.Failures)
 		}
 	}
 	return tw.Flush()
