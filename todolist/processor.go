@@ -350,7 +350,9 @@ func (p *Processor) settleSQLite(ctx context.Context, done batchDone) (removed i
 	if removed, err = rowsAffected(r, err); err != nil {
 		return 0, err
 	}
-	if err := p.count(ctx, tx, removed, done); err != nil {
+	// Every success counts, also when the action's own transaction already
+	// removed the item, as a projection of the action's events does.
+	if err := p.count(ctx, tx, len(done.ids), done); err != nil {
 		return 0, err
 	}
 	return removed, tx.Commit()

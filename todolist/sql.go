@@ -193,8 +193,9 @@ const deleteDonePostgres = `DELETE FROM todolist_items
 	WHERE ctid = ANY($3::text[]::tid[]) AND list = $1 AND claim = $2 AND readded = 0`
 
 // countDonePostgres is the sub-statement of a batch's delete that adds to
-// the totals of list $1 the rows deleted by the CTE "done" and the
-// failures and parkings in the given placeholders. With nothing to count
+// the totals of list $1 the batch's successes (the $3 refs of its done
+// items, whoever removed their rows) and the failures and parkings in the
+// given placeholders. With nothing to count
 // it writes nothing, so an idle tick takes no lock on the totals.
 // PostgreSQL runs it to completion although no part of the statement
 // reads it.
@@ -202,7 +203,7 @@ func countDonePostgres(failures, parkings string) string {
 	return `counted AS (
 	INSERT INTO todolist_counters (list, completed, failures, parkings)
 	SELECT $1, n.completed, n.failures, n.parkings FROM (
-		SELECT (SELECT COUNT(*) FROM done) AS completed,
+		SELECT cardinality($3::text[]) AS completed,
 			` + failures + `::bigint AS failures, ` + parkings + `::bigint AS parkings) AS n
 	WHERE n.completed > 0 OR n.failures > 0 OR n.parkings > 0` + addCounts + `)`
 }

@@ -23,7 +23,7 @@ import (
 // its database in the middle of a batch leaves out the failures and
 // parkings it had recorded on that batch's items (the items themselves
 // keep them). Completed is written in the same transaction as the
-// removal of the items it counts.
+// processor's removal of the items it counts.
 type Stats struct {
 	// Pending counts the items that are not parked, whether due or not.
 	Pending int
@@ -37,10 +37,10 @@ type Stats struct {
 	// time when none is due: how far behind the processor is.
 	OldestDue time.Time
 
-	// Completed is the total of items whose action returned nil and that
-	// a processor then removed. An item removed, re-added or re-claimed
-	// by someone else while its action ran is not counted (the processor
-	// counts it in [Result.Lost]).
+	// Completed is the total of actions that returned nil ([Result.Done]),
+	// including those whose own transaction removed the item — the usual
+	// case when the action appends events a projection of this list
+	// applies.
 	Completed int64
 	// Failures is the total of failed attempts recorded, including those
 	// that parked an item ([Result.Failed] plus [Result.Parked]). Version
