@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -142,7 +143,11 @@ func printStatus(env Env, r statusReport) error {
 	} else {
 		fmt.Fprintln(tw, "UNIT\tCURSOR\tNEXT BOUNDARY\tBEHIND")
 		for _, u := range r.Units {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", u.Unit, u.Cursor.Format(time.RFC3339), u.Next.Format(time.RFC3339), u.Behind)
+			behind := strconv.Itoa(u.Behind)
+			if u.Behind >= behindCap {
+				behind += "+"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Unit, u.Cursor.Format(time.RFC3339), u.Next.Format(time.RFC3339), behind)
 		}
 	}
 	fmt.Fprintln(tw)
