@@ -341,9 +341,11 @@ func TestUntilWithNothingToBackfillSaysSoAndSucceeds(t *testing.T) {
 }
 
 // A SIGTERM while a catch-up is publishing to a slow receiver ends the run
-// after the event in flight, saves the cursor there, and exits 0; the next
-// run delivers the rest.
-func TestSignalDuringACatchUpSavesTheCursorAtTheEventInFlight(t *testing.T) {
+// with exit 0 and the cursor saved on the last event the receiver took; the
+// next run delivers the rest. The signal is asynchronous, so the run may
+// deliver a few events after the one in flight before it stops: what must
+// hold is that none is lost or repeated.
+func TestSignalDuringACatchUpSavesTheCursor(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var got []string
@@ -351,10 +353,7 @@ func TestSignalDuringACatchUpSavesTheCursorAtTheEventInFlight(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get(sink.HeaderIdempotency)
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n == 2 && key == "minute/2026-11-21T12:03:00Z" {
+		if key == "minute/2026-11-21T12:03:00Z" {
 			close(inFlight)
 			<-release
 		}
@@ -363,6 +362,11 @@ func TestSignalDuringACatchUpSavesTheCursorAtTheEventInFlight(t *testing.T) {
 		mu.Unlock()
 	}))
 	t.Cleanup(srv.Close)
+	delivered := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
 
 	clock := clockwork.NewFakeClockAt(start)
 	db := filepath.Join(t.TempDir(), "passage.db")
@@ -381,17 +385,24 @@ func TestSignalDuringACatchUpSavesTheCursorAtTheEventInFlight(t *testing.T) {
 	close(release)
 	require.Equal(t, cli.ExitOK, <-done, stderr.String())
 
-	mu.Lock()
-	require.Equal(t, []string{"minute/2026-11-21T12:01:00Z", "minute/2026-11-21T12:02:00Z", "minute/2026-11-21T12:03:00Z"}, got,
-		"the run stopped after the event in flight")
-	mu.Unlock()
+	first := delivered()
+	require.GreaterOrEqual(t, len(first), 3, "the event in flight was finished")
+	status := run(t, clock, nil, "status", "--db", db, "--json")
+	var report struct {
+		Units []struct {
+			Cursor time.Time `json:"cursor"`
+		} `json:"units"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(status.stdout), &report), status.stdout)
+	require.Len(t, report.Units, 1)
+	require.Equal(t, first[len(first)-1], "minute/"+report.Units[0].Cursor.UTC().Format(time.RFC3339),
+		"the cursor stands on the last event delivered")
 
 	rest := run(t, clock, nil, append([]string{"run", "--once"}, args...)...)
 	require.Equal(t, cli.ExitOK, rest.code, rest.stderr)
-	mu.Lock()
-	defer mu.Unlock()
-	require.Len(t, got, 10, "every minute once: %v", got)
-	for i, key := range got {
+	all := delivered()
+	require.Len(t, all, 10, "every minute once: %v", all)
+	for i, key := range all {
 		require.Equal(t, fmt.Sprintf("minute/2026-11-21T12:%02d:00Z", i+1), key)
 	}
 }
