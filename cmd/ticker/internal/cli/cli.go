@@ -119,25 +119,32 @@ func printUsage(w io.Writer) {
 	}
 }
 
+// flagSet is a command's flags and its help text.
+type flagSet struct {
+	*flag.FlagSet
+	help func()
+}
+
 // newFlagSet returns a flag set that returns its errors instead of exiting.
-// Asked for with -h, its help goes to stdout; after a mistake, to stderr
-// under the error.
-func newFlagSet(env Env, name, usage string) *flag.FlagSet {
+// Its help goes to stdout when asked for with -h; after a mistake only the
+// error is printed, on stderr, pointing at -h.
+func newFlagSet(env Env, name, usage string) *flagSet {
 	fs := flag.NewFlagSet("ticker "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
+	// flag calls Usage on every parse error too; only -h prints the help.
+	fs.Usage = func() {}
+	return &flagSet{FlagSet: fs, help: func() {
 		fmt.Fprintf(env.Stdout, "Usage: ticker %s %s\n\nFlags:\n", name, usage)
 		fs.SetOutput(env.Stdout)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
-	}
-	return fs
+	}}
 }
 
-func parse(fs *flag.FlagSet, args []string) error {
+func parse(fs *flagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
+			fs.help()
 			return err
 		}
 		return usageError{fmt.Errorf("%w (run \"%s -h\" for the flags)", err, fs.Name())}

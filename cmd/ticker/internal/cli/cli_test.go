@@ -243,6 +243,7 @@ func TestBadInputIsNamedAndFails(t *testing.T) {
 		{[]string{"preview", "--unit", "fortnight"}, `--unit "fortnight"`},
 		{[]string{"preview", "-n", "0"}, "-n 0"},
 		{[]string{"preview", "--from", "soon"}, `--from "soon"`},
+		{[]string{"preview", "-n", "abc"}, `invalid value "abc" for flag -n`},
 		{[]string{"explode"}, `unknown command "explode"`},
 	}
 	for _, c := range cases {
@@ -251,6 +252,7 @@ func TestBadInputIsNamedAndFails(t *testing.T) {
 			r := run(t, clock, nil, c.args...)
 			require.NotEqual(t, cli.ExitOK, r.code)
 			require.Contains(t, r.stderr, c.want)
+			require.Empty(t, r.stdout, "errors and their hints go to stderr")
 		})
 	}
 }
