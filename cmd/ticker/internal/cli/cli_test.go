@@ -84,28 +84,53 @@ func boundaries(recs []sink.Record) []string {
 	return out
 }
 
+// background is "ticker run" in its own goroutine, as a process a signal
+// will stop: cancel is SIGINT/SIGTERM, done receives the exit code.
+type background struct {
+	ticker         *tick.Ticker
+	stdout, stderr *lockedBuffer
+	cancel         context.CancelFunc
+	done           chan int
+}
+
+// startRun starts "ticker run args..." on clock and returns once its ticker
+// has started.
+func startRun(t *testing.T, clock clockwork.Clock, args ...string) *background {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan *tick.Ticker, 1)
+	r := &background{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	go func() {
+		r.done <- cli.Main(ctx, append([]string{"run"}, args...), cli.Env{
+			Stdout: r.stdout, Stderr: r.stderr, Clock: clock,
+			Started: func(tk *tick.Ticker) { started <- tk },
+		})
+	}()
+	select {
+	case r.ticker = <-started:
+	case code := <-r.done:
+		t.Fatalf("ticker run exited with %d before starting: %s", code, r.stderr.String())
+	}
+	return r
+}
+
+// stop signals the run and returns its exit code.
+func (r *background) stop() int {
+	r.cancel()
+	return <-r.done
+}
+
 func TestRunPublishesJSONLinesAndSavesTheCursorOnSignal(t *testing.T) {
 	t.Parallel()
 	clock := clockwork.NewFakeClockAt(start)
 	db := filepath.Join(t.TempDir(), "passage.db")
-	ctx, cancel := context.WithCancel(context.Background())
-	started := make(chan *tick.Ticker, 1)
-	var stdout, stderr lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Main(ctx, []string{"run", "--db", db, "--units", "minute"}, cli.Env{
-			Stdout: &stdout, Stderr: &stderr, Clock: clock,
-			Started: func(tk *tick.Ticker) { started <- tk },
-		})
-	}()
-	ticker := <-started
+	r := startRun(t, clock, "--db", db, "--units", "minute")
 	for range 3 {
-		require.NoError(t, tick.AdvanceAndWait(ctx, clock, time.Minute, ticker))
+		require.NoError(t, tick.AdvanceAndWait(context.Background(), clock, time.Minute, r.ticker))
 	}
-	cancel() // what SIGINT/SIGTERM do in main
-	require.Equal(t, cli.ExitOK, <-done, stderr.String())
+	require.Equal(t, cli.ExitOK, r.stop(), r.stderr.String())
 
-	recs := records(t, stdout.String())
+	recs := records(t, r.stdout.String())
 	require.Equal(t, []string{"12:01", "12:02", "12:03"}, boundaries(recs))
 	for i, r := range recs {
 		require.Equal(t, "MinuteHasPassed", r.Type)
@@ -281,22 +306,12 @@ func TestRunServesHealthAndMetrics(t *testing.T) {
 	t.Parallel()
 	clock := clockwork.NewFakeClockAt(start)
 	db := filepath.Join(t.TempDir(), "passage.db")
-	ctx, cancel := context.WithCancel(context.Background())
-	started := make(chan *tick.Ticker, 1)
-	var stdout, stderr lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Main(ctx, []string{"run", "--db", db, "--units", "minute,hour", "--http", "127.0.0.1:0"}, cli.Env{
-			Stdout: &stdout, Stderr: &stderr, Clock: clock,
-			Started: func(tk *tick.Ticker) { started <- tk },
-		})
-	}()
-	ticker := <-started
+	r := startRun(t, clock, "--db", db, "--units", "minute,hour", "--http", "127.0.0.1:0")
 	// Two minutes at once: one wake-up emits both boundaries.
-	require.NoError(t, tick.AdvanceAndWait(ctx, clock, 2*time.Minute, ticker))
+	require.NoError(t, tick.AdvanceAndWait(context.Background(), clock, 2*time.Minute, r.ticker))
 
-	_, addr, ok := strings.Cut(stderr.String(), "serving /healthz and /metrics on ")
-	require.True(t, ok, stderr.String())
+	_, addr, ok := strings.Cut(r.stderr.String(), "serving /healthz and /metrics on ")
+	require.True(t, ok, r.stderr.String())
 	base := strings.TrimSpace(strings.SplitN(addr, "\n", 2)[0])
 	get := func(path string) string {
 		resp, err := http.Get(base + path)
@@ -309,14 +324,13 @@ func TestRunServesHealthAndMetrics(t *testing.T) {
 	}
 	require.Equal(t, "ok\n", get("/healthz"))
 	metrics := get("/metrics")
-	emitted := len(records(t, stdout.String()))
+	emitted := len(records(t, r.stdout.String()))
 	require.Equal(t, 2, emitted)
 	require.Contains(t, metrics, `passage_ticks_emitted_total{unit="minute"} `+strconv.Itoa(emitted))
 	require.Contains(t, metrics, "# TYPE passage_todo_pending gauge")
 	require.Contains(t, metrics, "# TYPE passage_todo_completed_total counter")
 
-	cancel()
-	require.Equal(t, cli.ExitOK, <-done, stderr.String())
+	require.Equal(t, cli.ExitOK, r.stop(), r.stderr.String())
 }
 
 func TestStatusWarnsWhenTheZoneDiffersFromTheTickers(t *testing.T) {
@@ -376,16 +390,11 @@ func TestSignalDuringACatchUpSavesTheCursor(t *testing.T) {
 	require.Equal(t, cli.ExitOK, run(t, clock, nil, append([]string{"run", "--once"}, args...)...).code)
 	clock.Advance(10 * time.Minute) // 12:01 … 12:10 are due
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var stderr lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Main(ctx, append([]string{"run"}, args...), cli.Env{Stdout: io.Discard, Stderr: &stderr, Clock: clock})
-	}()
+	r := startRun(t, clock, args...)
 	<-inFlight // 12:01 and 12:02 delivered, 12:03 on the wire
-	cancel()   // SIGTERM
+	r.cancel() // SIGTERM
 	close(release)
-	require.Equal(t, cli.ExitOK, <-done, stderr.String())
+	require.Equal(t, cli.ExitOK, <-r.done, r.stderr.String())
 
 	first := delivered()
 	require.GreaterOrEqual(t, len(first), 3, "the event in flight was finished")
