@@ -139,10 +139,11 @@ func TestBackoffDoublesUpToItsCeiling(t *testing.T) {
 	}
 }
 
-// On PostgreSQL a row changed by another transaction after the claim's
-// snapshot is locked in its newest version, which the claim's update does
-// not see: the batch comes back short of a full pick. The tick must go on
-// and take the row, not stop and report no backlog.
+// On PostgreSQL a row may change while the previous batch is settled: the
+// settle waits for a lock another transaction holds on one of its done
+// rows, and that transaction moves a due row meanwhile. The claim that
+// follows must see the row in its new version, and the tick take it rather
+// than stop and report no backlog.
 func TestARowChangedDuringTheClaimIsTakenInTheSameTick(t *testing.T) {
 	t.Parallel()
 	db, dsn := sqldbtest.Postgres(t)
@@ -161,9 +162,9 @@ func TestARowChangedDuringTheClaimIsTakenInTheSameTick(t *testing.T) {
 	moved := t0.Add(-150 * time.Second) // later, still due
 
 	// While s2, the last item of the first batch, is worked, another
-	// transaction locks s2 and moves r. The next claim deletes the first
-	// batch's done items before it picks, so it waits for s2's lock with
-	// its snapshot already taken; the transaction commits meanwhile.
+	// transaction locks s2 and moves r. The next claim first deletes the
+	// first batch's done items, so it waits for s2's lock; the transaction
+	// commits meanwhile.
 	var mu sync.Mutex
 	worked := map[string]time.Time{}
 	held := make(chan int)

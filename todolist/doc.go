@@ -28,9 +28,13 @@
 //
 // On each event the [Processor] claims the items due at the event's boundary
 // in batches, each claim with a lease, and runs the [Action] for each item.
-// A batch costs one statement: on PostgreSQL (FOR UPDATE SKIP LOCKED) the
-// same statement also removes the previous batch's done items; on SQLite
-// the removal is a second, in-process statement. The outcomes:
+// Claiming and removing are set-wise, a statement per batch, not per item.
+// On SQLite, one writer at a time, the claim is a lease written on the
+// claimed rows. On PostgreSQL a batch is held by one row that lists its
+// IDs, taken under a per-list advisory lock held only while the batch is
+// picked: concurrent processors skip each other's IDs without a write or a
+// row lock on every item, and no lock is held while actions run, so an
+// action's own transaction may remove or re-add its item. The outcomes:
 //
 //   - nil: the item is done and removed — unless it was re-added with a
 //     later due time or re-claimed meanwhile, which is kept (a re-added
@@ -44,7 +48,8 @@
 //   - a panic: a failed attempt like any error.
 //
 // Each batch also adds its outcomes to the list's totals in the database,
-// in the same statement on PostgreSQL and the same transaction on SQLite,
+// in the statement that removes its done items on PostgreSQL and the same
+// transaction on SQLite,
 // so any process — a status page that runs no processor — reads them
 // ([Stats].Completed, Failures and Parkings, from [List.Stats] and
 // [AllStats]).

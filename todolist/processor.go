@@ -150,8 +150,7 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 	}
 	res := Result{Cutoff: cutoff}
 	// done holds the outcome of the last batch until the next claim
-	// writes it in the same round trip (on PostgreSQL), or until the tick
-	// ends.
+	// writes it, or until the tick ends.
 	var done batchDone
 	for {
 		limit := p.cfg.batchSize
@@ -174,8 +173,7 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 		if err != nil {
 			return res, err
 		}
-		// A short pick means nothing more was due; a full pick whose claim
-		// came back short (a row changed under it) is worth another batch.
+		// A short pick means nothing more was due.
 		if stopped || picked < limit {
 			break
 		}
@@ -206,60 +204,46 @@ type claimed struct {
 // whose action succeeded, to be removed under the batch's token (their
 // IDs, and their refs on PostgreSQL), and the failures and parkings
 // recorded on its items, to be added to the list's totals with the
-// removal.
+// removal. On PostgreSQL held reports that the batch's claim row is still
+// to be deleted, unless lapse asks to leave it to lapse.
 type batchDone struct {
 	token              string
 	ids                []string
 	refs               []string
 	failures, parkings int
+	held, lapse        bool
 }
 
 func (d batchDone) empty() bool {
-	return len(d.ids) == 0 && d.failures == 0 && d.parkings == 0
+	return !d.held && len(d.ids) == 0 && d.failures == 0 && d.parkings == 0
 }
 
 func (p *Processor) overTime(start time.Time) bool {
 	return p.cfg.timeBudget > 0 && p.cfg.clock.Since(start) >= p.cfg.timeBudget
 }
 
-// claim takes up to limit items due at cutoff in one statement, under a
-// fresh token, and returns them earliest due first, with the count of rows
-// it picked (more than it claimed if rows changed under it). It settles
-// the previous batch first (see [Processor.settle]), in the same statement
-// on PostgreSQL, and clears done once it is.
+// claim settles the previous batch (see [Processor.settle]), clears done
+// once it is, and takes up to limit items due at cutoff under a fresh
+// token. It returns them earliest due first, with the count of rows it
+// picked (more than it claimed on SQLite if rows changed under it).
 func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done *batchDone, res *Result) (batch []claimed, picked int, token string, err error) {
 	l := p.list
-	postgres := l.q.removeDone != ""
-	if !postgres {
-		if err := p.settle(ctx, *done, res); err != nil {
-			return nil, 0, "", err
-		}
-		*done = batchDone{}
+	if err := p.settle(ctx, *done, res); err != nil {
+		return nil, 0, "", err
 	}
+	*done = batchDone{}
 	token = uuid.NewString()
 	now := p.cfg.clock.Now()
 	leaseEnd := now.Add(p.cfg.lease)
 	args := []any{l.name, sqldb.EncodeTime(cutoff), sqldb.EncodeTime(now), limit, token, sqldb.EncodeTime(leaseEnd), l.name}
-	if postgres {
-		prev, refs := done.token, done.refs
-		if prev == "" {
-			// No previous batch: the claim skips rows carrying this
-			// token, and no row carries a fresh one.
-			prev, refs = token, []string{}
-		}
-		args = append(append([]any{l.name, prev, refs}, args[1:6]...), done.failures, done.parkings)
+	if l.q.claimSets {
+		batch, err = p.claimSet(ctx, args[:6], leaseEnd, limit)
+		picked = len(batch)
+	} else {
+		batch, picked, err = p.claimRows(ctx, l.db, args, leaseEnd, limit)
 	}
-	batch, picked, removed, err := p.claimRows(ctx, args, leaseEnd, limit)
 	if err != nil {
 		return nil, 0, "", fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
-	}
-	if postgres {
-		picked = removed.picked
-		prev := *done
-		*done = batchDone{}
-		if err := p.released(ctx, prev, removed.done, res); err != nil {
-			return nil, 0, "", err
-		}
 	}
 	slices.SortFunc(batch, func(a, b claimed) int {
 		return cmp.Or(a.Due.Compare(b.Due), strings.Compare(a.ID, b.ID))
@@ -267,45 +251,63 @@ func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done
 	return batch, picked, token, nil
 }
 
-// summary is PostgreSQL's first row of a claim: how many done items of the
-// previous batch it deleted and how many rows it picked.
-type summary struct{ done, picked int }
-
-// claimRows runs the claim statement and scans its rows.
-func (p *Processor) claimRows(ctx context.Context, args []any, leaseEnd time.Time, limit int) ([]claimed, int, summary, error) {
-	var sum summary
-	rows, err := p.list.db.QueryContext(ctx, p.list.q.claim, args...)
+// claimSet claims a batch on PostgreSQL: under the list's claim lock, it
+// drops the lapsed claims and records the batch's claim row with the pick.
+// The lock is taken in a statement of its own, before the pick, so that
+// the pick's snapshot sees every claim committed before it.
+func (p *Processor) claimSet(ctx context.Context, args []any, leaseEnd time.Time, limit int) (batch []claimed, err error) {
+	l := p.list
+	tx, err := l.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return nil, 0, sum, err
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if _, err := tx.ExecContext(ctx, l.q.lockClaims, l.name); err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, l.q.dropLapsed, l.name, args[2]); err != nil {
+		return nil, err
+	}
+	if batch, _, err = p.claimRows(ctx, tx, args, leaseEnd, limit); err != nil {
+		return nil, err
+	}
+	return batch, tx.Commit()
+}
+
+// claimRows runs the claim statement with args on q and scans its rows.
+func (p *Processor) claimRows(ctx context.Context, q sqlx.QueryerContext, args []any, leaseEnd time.Time, limit int) ([]claimed, int, error) {
+	rows, err := q.QueryContext(ctx, p.list.q.claim, args...)
+	if err != nil {
+		return nil, 0, err
 	}
 	defer rows.Close()
 	batch := make([]claimed, 0, limit)
-	postgres := p.list.q.removeDone != ""
 	for rows.Next() {
 		it := claimed{Item: Item{NextAttempt: leaseEnd, Claimed: true}}
 		var due int64
 		dest := []any{&it.ID, &due, &it.Attempts, &it.LastError}
-		if postgres {
+		if p.list.q.claimSets {
 			dest = append(dest, &it.ref)
 		}
 		if err := rows.Scan(dest...); err != nil {
-			return nil, 0, sum, err
-		}
-		if it.ID == "" {
-			sum = summary{done: int(due), picked: it.Attempts}
-			continue
+			return nil, 0, err
 		}
 		it.Due = sqldb.DecodeTime(due)
 		batch = append(batch, it)
 	}
-	return batch, len(batch), sum, rows.Err()
+	return batch, len(batch), rows.Err()
 }
 
 // settle writes what is left of a batch's outcome in one transaction:
 // it deletes the done items in one statement, and adds the count of those
-// deleted and the batch's failures and parkings to the list's totals.
-// Done items that changed hands meanwhile are kept and counted as lost
-// outcomes.
+// deleted and the batch's failures and parkings to the list's totals; on
+// PostgreSQL it also deletes the batch's claim row, which releases the
+// items it still held. Done items that changed hands meanwhile are kept
+// and counted as lost outcomes.
 func (p *Processor) settle(ctx context.Context, done batchDone, res *Result) error {
 	if done.empty() {
 		return nil
@@ -316,10 +318,14 @@ func (p *Processor) settle(ctx context.Context, done batchDone, res *Result) err
 		err error
 	)
 	switch {
+	case l.q.claimSets:
+		settle := l.q.settle
+		if done.lapse {
+			settle = l.q.settleKeep
+		}
+		err = l.db.QueryRowContext(ctx, settle, l.name, done.token, nonNil(done.refs), nonNil(done.ids), done.failures, done.parkings).Scan(&n)
 	case len(done.ids) == 0:
 		err = p.count(ctx, l.db, 0, done)
-	case l.q.removeDone != "":
-		err = l.db.QueryRowContext(ctx, l.q.removeDone, l.name, done.token, done.refs, done.failures, done.parkings).Scan(&n)
 	default:
 		n, err = p.settleSQLite(ctx, done)
 	}
@@ -369,14 +375,17 @@ func (p *Processor) count(ctx context.Context, ext sqlx.ExecerContext, completed
 }
 
 // released counts the done items that were not removed (n were) as lost
-// outcomes, and releases those among them that were re-added while worked:
-// they kept the batch's claim, which hid them until now.
+// outcomes, and releases those among them that were re-added while worked
+// on SQLite: they kept the batch's claim, which hid them until now.
 func (p *Processor) released(ctx context.Context, done batchDone, n int, res *Result) error {
 	lost := len(done.ids) - n
 	if lost == 0 {
 		return nil
 	}
 	res.Lost += lost
+	if p.list.q.claimSets {
+		return nil
+	}
 	l := p.list
 	r, err := p.exec(ctx, l.db, releaseIDs, done.ids, l.name, done.token)
 	if _, err := rowsAffected(r, err); err != nil {
@@ -392,16 +401,15 @@ func (p *Processor) released(ctx context.Context, done batchDone, n int, res *Re
 // count. stopped reports that the time budget ended the tick.
 func (p *Processor) work(ctx context.Context, batch []claimed, token string, start time.Time, res *Result) (done batchDone, stopped bool, err error) {
 	done.token = token
-	var conflicts, unstarted []string
+	done.held = p.list.q.claimSets && len(batch) > 0
+	var conflicts, unstarted []claimed
 	for i, it := range batch {
 		if err := ctx.Err(); err != nil {
 			return done, false, p.abandon(ctx, done, res)
 		}
 		started := res.Done + res.Failed + res.Parked + res.Conflicts
 		if started > 0 && p.overTime(start) {
-			for _, rest := range batch[i:] {
-				unstarted = append(unstarted, rest.ID)
-			}
+			unstarted = batch[i:]
 			stopped = true
 			break
 		}
@@ -424,10 +432,10 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 		switch {
 		case actErr == nil:
 		case isConflict(actErr):
-			conflicts = append(conflicts, it.ID)
+			conflicts = append(conflicts, it)
 			res.Conflicts++
 		default:
-			if err := p.fail(ctx, &done, it.Item, actErr, res); err != nil {
+			if err := p.fail(ctx, &done, it, actErr, res); err != nil {
 				return done, false, err
 			}
 		}
@@ -437,13 +445,25 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 		// Released just past the cutoff: the next tick takes them, this
 		// one does not spin on them.
 		next := sqldb.EncodeTime(res.Cutoff) + 1
-		r, err := p.exec(ctx, l.db, releaseConflicts, conflicts, next, l.name, token)
-		if _, err := rowsAffected(r, err); err != nil {
+		var err error
+		if l.q.claimSets {
+			ids, refs := idsAndRefs(conflicts)
+			_, err = l.db.ExecContext(ctx, l.q.releaseConflicts, next, l.name, token, refs, ids)
+		} else {
+			_, err = p.exec(ctx, l.db, releaseConflictIDs, idsOf(conflicts), next, l.name, token)
+		}
+		if err != nil {
 			return done, false, fmt.Errorf("todolist: release conflicting items of %q: %w", l.name, err)
 		}
 	}
 	if len(unstarted) > 0 {
-		r, err := p.exec(ctx, l.db, releaseIDs, unstarted, l.name, token)
+		if l.q.claimSets {
+			// Released with the claim row when the batch is settled, at
+			// the end of this tick.
+			res.Released += len(unstarted)
+			return done, stopped, nil
+		}
+		r, err := p.exec(ctx, l.db, releaseIDs, idsOf(unstarted), l.name, token)
 		n, err := rowsAffected(r, err)
 		if err != nil {
 			return done, false, fmt.Errorf("todolist: release unstarted items of %q: %w", l.name, err)
@@ -451,6 +471,31 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 		res.Released += n
 	}
 	return done, stopped, nil
+}
+
+// nonNil returns s, or an empty slice for nil: an empty array, not NULL,
+// which a statement can count.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func idsOf(items []claimed) []string {
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.ID
+	}
+	return ids
+}
+
+func idsAndRefs(items []claimed) (ids, refs []string) {
+	refs = make([]string, len(items))
+	for i, it := range items {
+		refs[i] = it.ref
+	}
+	return idsOf(items), refs
 }
 
 // exec runs prefix followed by the list of ids, after args, on ext.
@@ -493,13 +538,14 @@ func (p *Processor) abandon(ctx context.Context, done batchDone, res *Result) er
 	err := fmt.Errorf("todolist: process %q: abandoned the batch in flight, its claims lapse after the lease: %w", p.list.name, context.Cause(ctx))
 	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
 	defer cancel()
+	done.lapse = true
 	return errors.Join(err, p.settle(cleanup, done, res))
 }
 
 // fail records a failed attempt: backoff, or parking after the last one.
 // It counts the attempt in done, for the list's totals.
-func (p *Processor) fail(ctx context.Context, done *batchDone, it Item, actErr error, res *Result) error {
-	token := done.token
+func (p *Processor) fail(ctx context.Context, done *batchDone, c claimed, actErr error, res *Result) error {
+	token, it := done.token, c.Item
 	it.Attempts++
 	it.LastError = errorText(actErr)
 	it.Parked = it.Attempts >= p.cfg.maxAttempts
@@ -515,7 +561,11 @@ func (p *Processor) fail(ctx context.Context, done *batchDone, it Item, actErr e
 		parked = 1
 	}
 	l := p.list
-	r, err := l.db.ExecContext(ctx, l.q.fail, it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parked, l.name, it.ID, token)
+	args := []any{it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parked, l.name, it.ID, token}
+	if l.q.claimSets {
+		args = append(args, c.ref)
+	}
+	r, err := l.db.ExecContext(ctx, l.q.fail, args...)
 	if err != nil {
 		return fmt.Errorf("todolist: record failure of %q in %q: %w", it.ID, l.name, err)
 	}
@@ -526,7 +576,10 @@ func (p *Processor) fail(ctx context.Context, done *batchDone, it Item, actErr e
 		// belongs to the old due time, and a re-added item, which kept
 		// this claim, is released as new work.
 		res.Lost++
-		if _, err := l.db.ExecContext(ctx, l.q.release, l.name, it.ID, token); err != nil {
+		if l.q.claimSets {
+			return nil
+		}
+		if _, err := p.exec(ctx, l.db, releaseIDs, []string{it.ID}, l.name, token); err != nil {
 			return fmt.Errorf("todolist: release re-added %q in %q: %w", it.ID, l.name, err)
 		}
 		return nil

@@ -18,23 +18,41 @@ const component = "todolist"
 //     end of a backoff after a failure, or just past the cutoff of the tick
 //     that hit a version conflict. Claims walk one index on run_at, so a
 //     batch costs the same whatever the backlog;
-//   - claim is the token of the batch working the item (empty when idle) and
-//     claimed_until the end of that batch's lease (0 when idle): a live
-//     claim hides the item until then. A processor only deletes or updates
-//     rows that still carry its token, which fences out processors whose
-//     lease ran out. Neither column is indexed, so taking and dropping a
-//     claim leaves every index alone (a HOT update on PostgreSQL, with the
-//     free space that the table's fillfactor keeps on each page): the
-//     claim, the one write every item pays besides its delete, stays cheap;
+//   - claim and claimed_until hold a claim on SQLite (see below); on
+//     PostgreSQL they stay empty;
 //   - readded is 1 when Add moved the item to a later due time since it was
-//     last claimed. The re-add keeps the claim, so the item stays hidden
-//     while the first processor still works it, and the flag tells that
-//     processor the row is new work: it releases the row instead of
+//     last claimed on SQLite. The re-add keeps the claim, so the item stays
+//     hidden while the first processor still works it, and the flag tells
+//     that processor the row is new work: it releases the row instead of
 //     deleting it or recording its failure. Every claim clears the flag;
 //   - parked is 0 or 1 (an integer on both engines, so the same SQL and
 //     the same partial-index predicate serve both).
 //
 // Times are sqldb.EncodeTime values (Unix nanoseconds).
+//
+// How a claim is held differs, because the engines differ in how writers
+// meet:
+//
+//   - SQLite has one writer at a time, so a claim is written on the rows:
+//     claim is the token of the batch working the item and claimed_until
+//     the end of its lease. A processor only deletes or updates rows that
+//     still carry its token, which fences out processors whose lease ran
+//     out.
+//   - PostgreSQL lets processors write at once, and a write on every
+//     claimed row (a lease, or a FOR UPDATE lock) would double the cost of
+//     a batch whose only other write is the delete. A batch is held instead
+//     by one row of todolist_claims (version 3): its token, its lease end
+//     and the IDs it holds. Claimers of one list take turns on a
+//     transaction-scoped advisory lock, so each one's pick sees every live
+//     claim and skips its IDs; the lock is held for the pick alone, never
+//     while actions run, so an action's own transaction may remove or
+//     re-add its item. A processor writes the outcome of its items only
+//     while its claim row exists: the settle that deletes the row, or a
+//     lock on it, fences out a processor whose lease ran out (lapsed rows
+//     are dropped by the next claimer). Rows are addressed by the ctid
+//     the pick returned, their physical place, together with the ID: that
+//     spares a primary-key lookup per item, and a row that a re-add changed
+//     meanwhile is a new version elsewhere, so it is kept as new work.
 //
 // Version 2 adds todolist_counters: each list's running totals of what
 // processors did, one row per list that ever processed an item. The
@@ -42,16 +60,8 @@ const component = "todolist"
 // totals live in the database. Each batch adds its counts in one upsert,
 // so concurrent processors sum without reading the totals first; the row
 // outlives the list's items, so a list that finished all its work still
-// reports. (Nothing has been released yet; version 2 spares the databases
-// already at version 1 a rebuild.)
-//
-// Claims and Due walk the ready index in run_at order and stop after the
-// batch, so a batch costs the same with 1,000 or 100,000 due. On
-// PostgreSQL the fillfactor leaves half of each page free, so that the
-// claim's new row version fits next to the old one (a HOT update): items
-// due together were mostly added together and share pages, so a batch
-// claims whole pages. Measured with BenchmarkProcess, 85 left most claims
-// without room and the claim then cost twice as much.
+// reports. (Nothing has been released yet; versions 2 and 3 spare the
+// databases already migrated a rebuild.)
 var migrations = []sqldb.Migration{{
 	Version: 1,
 	SQLite: `CREATE TABLE todolist_items (
@@ -80,7 +90,7 @@ var migrations = []sqldb.Migration{{
 	claimed_until BIGINT  NOT NULL DEFAULT 0,
 	readded       INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (list, id)
-) WITH (fillfactor = 50);
+);
 ` + indexes,
 }, {
 	Version: 2,
@@ -96,6 +106,19 @@ var migrations = []sqldb.Migration{{
 	failures  BIGINT NOT NULL DEFAULT 0,
 	parkings  BIGINT NOT NULL DEFAULT 0
 );`,
+}, {
+	// PostgreSQL's claims; SQLite keeps its claims on the rows. A batch's
+	// IDs are stored out of line uncompressed: random keys barely
+	// compress, and trying cost a millisecond per batch of 1,000.
+	Version: 3,
+	Postgres: `CREATE TABLE todolist_claims (
+	token TEXT   NOT NULL PRIMARY KEY,
+	list  TEXT   NOT NULL,
+	until BIGINT NOT NULL,
+	ids   TEXT[] NOT NULL
+);
+ALTER TABLE todolist_claims ALTER COLUMN ids SET STORAGE EXTERNAL;
+CREATE INDEX todolist_claims_list ON todolist_claims (list, until);`,
 }}
 
 const indexes = `CREATE INDEX todolist_items_ready ON todolist_items (list, run_at) WHERE parked = 0;
@@ -108,27 +131,36 @@ const itemColumns = `id, due, run_at, attempts, last_error, parked, claim, claim
 const ready = `list = ? AND parked = 0 AND run_at <= ? AND claimed_until <= ?`
 
 // queries holds every statement of the package, rebound for one dialect.
-// The dialects differ only in how a batch is claimed and how the done
-// items of a batch are removed.
+// The dialects differ in how a batch is claimed and how its outcome is
+// written (see the schema).
 type queries struct {
 	add, remove, get, due, parked, reactivate, stats, allStats string
-	claim, fail, release, backlog, count                       string
-	// removeDone deletes the done items of a batch on PostgreSQL by their
-	// ctids, which travel as one array, and adds the batch's counts to the
-	// list's totals; SQLite builds the delete per batch from the IDs.
-	removeDone string
+	claim, fail, backlog, count                                string
+	// claimSets is true on PostgreSQL, where a claim is a row of
+	// todolist_claims; the statements below are PostgreSQL's alone.
+	claimSets bool
+	// lockClaims takes the list's claim lock for the transaction,
+	// dropLapsed deletes its claims whose lease ended.
+	lockClaims, dropLapsed string
+	// settle deletes a batch's claim row and its done items, and adds the
+	// batch's counts to the list's totals; settleKeep does the same but
+	// leaves the claim row to lapse. Both return the count deleted.
+	settle, settleKeep string
+	// releaseConflicts sets the conflicting items of a batch to run just
+	// past the cutoff.
+	releaseConflicts string
 }
 
-// The set-wise statements on a batch, completed by batchStatement with one
-// placeholder per ID. A done item is deleted only if nothing re-added it
-// meanwhile; releaseIDs then frees the claim of those that were, and of
-// the items the budget left unstarted; releaseConflicts frees conflicting
-// items until just past the cutoff, unless a re-add gave them a new due
-// time.
+// The set-wise statements on a batch on SQLite, completed by
+// batchStatement with one placeholder per ID. A done item is deleted only
+// if nothing re-added it meanwhile; releaseIDs then frees the claim of
+// those that were, and of the items the budget left unstarted;
+// releaseConflictIDs frees conflicting items until just past the cutoff,
+// unless a re-add gave them a new due time.
 const (
-	removeDoneIDs    = `DELETE FROM todolist_items WHERE list = ? AND claim = ? AND readded = 0 AND id IN`
-	releaseIDs       = `UPDATE todolist_items SET claim = '', claimed_until = 0 WHERE list = ? AND claim = ? AND id IN`
-	releaseConflicts = `UPDATE todolist_items SET claim = '', claimed_until = 0,
+	removeDoneIDs      = `DELETE FROM todolist_items WHERE list = ? AND claim = ? AND readded = 0 AND id IN`
+	releaseIDs         = `UPDATE todolist_items SET claim = '', claimed_until = 0 WHERE list = ? AND claim = ? AND id IN`
+	releaseConflictIDs = `UPDATE todolist_items SET claim = '', claimed_until = 0,
 	run_at = CASE WHEN readded = 0 THEN ? ELSE run_at END
 WHERE list = ? AND claim = ? AND id IN`
 )
@@ -144,68 +176,61 @@ UPDATE todolist_items SET claim = ?, claimed_until = ?, readded = 0
 WHERE list = ? AND id IN (SELECT id FROM picked)
 RETURNING id, due, attempts, last_error`
 
-// claimPostgres removes the done items of the previous batch, adds that
-// batch's counts to the list's totals and claims the next batch in one
-// statement, one round trip per batch. SKIP LOCKED
-// lets concurrent processors take disjoint batches instead of queueing
-// behind each other's row locks.
-//
-// Rows are addressed by ctid, their physical place, which the claim
-// returns: that spares a primary-key lookup per item in the claim and in
-// the delete, the larger part of their cost with random keys. A locked row
-// cannot move before the update, and a row claimed under a token keeps its
-// place until it is deleted or changed; a row changed meanwhile is a new
-// version elsewhere, which the delete does not see, and an unrelated row
-// that later took the same place fails the token check (a re-added row
-// that did so fails the readded check).
-//
-// A row that another transaction changed after the statement's snapshot
-// is locked in its newest version, whose ctid the claiming UPDATE (reading
-// the snapshot) cannot see: the claim then comes back short although the
-// pick was full. The first row therefore reports the count picked, and the
-// processor goes on while the pick is full; the row is taken by the next
-// claim.
-//
-// Its placeholders are the list, the previous batch's token and the done
-// rows' ctids (as text), the cutoff, now, the limit, the token, the lease
-// end, and the previous batch's failures and parkings. The sub-statements share one snapshot, in which the rows
-// being deleted are still visible: the claim skips them by their token.
-// The first row, under an empty ID that no item has, carries the count of
-// deleted items (as due) and of picked rows (as attempts); it comes first
-// so that the delete runs before the pick.
-var claimPostgres = `WITH done AS (` + deleteDonePostgres + ` RETURNING 1),
-` + countDonePostgres("$9", "$10") + `,
-picked AS (
-	SELECT ctid FROM todolist_items
-	WHERE list = $1 AND parked = 0 AND run_at <= $4 AND claimed_until <= $5 AND claim <> $2
-	ORDER BY run_at LIMIT $6
-	FOR UPDATE SKIP LOCKED),
-claimed AS (
-	UPDATE todolist_items SET claim = $7, claimed_until = $8, readded = 0
-	WHERE ctid = ANY(ARRAY(SELECT ctid FROM picked)) AND list = $1
-	RETURNING id, due, attempts, last_error, ctid::text AS ref)
-SELECT '', (SELECT COUNT(*) FROM done), (SELECT COUNT(*) FROM picked)::integer, '', ''
-UNION ALL SELECT id, due, attempts, last_error, ref FROM claimed`
+// PostgreSQL's statements. Their placeholders follow SQLite's order where
+// they have a counterpart, so the processor passes the same arguments.
 
-// deleteDonePostgres deletes the done items of a batch: the list, the
-// batch's token and the rows' ctids are $1, $2 and $3.
-const deleteDonePostgres = `DELETE FROM todolist_items
-	WHERE ctid = ANY($3::text[]::tid[]) AND list = $1 AND claim = $2 AND readded = 0`
+// liveIDsPostgres is the IDs held by the live claims of list $1 at $3 (now).
+const liveIDsPostgres = `SELECT unnest(ids) FROM todolist_claims WHERE list = $1 AND until > $3`
 
-// countDonePostgres is the sub-statement of a batch's delete that adds to
-// the totals of list $1 the batch's successes (the $3 refs of its done
-// items, whoever removed their rows) and the failures and parkings in the
-// given placeholders. With nothing to count
-// it writes nothing, so an idle tick takes no lock on the totals.
-// PostgreSQL runs it to completion although no part of the statement
-// reads it.
-func countDonePostgres(failures, parkings string) string {
-	return `counted AS (
+// readyPostgres is ready on PostgreSQL: list $1, cutoff $2, now $3.
+const readyPostgres = `list = $1 AND parked = 0 AND run_at <= $2 AND id NOT IN (` + liveIDsPostgres + `)`
+
+// claimPostgres picks a batch and records its claim row, under the list's
+// claim lock (see the schema), and returns the picked rows with their
+// ctids. Its placeholders are the list, cutoff, now, limit, token and lease
+// end. The pick is read once and used twice, so the claim row holds
+// exactly the rows returned.
+const claimPostgres = `WITH picked AS (
+	SELECT ctid, id, due, attempts, last_error FROM todolist_items
+	WHERE ` + readyPostgres + `
+	ORDER BY run_at LIMIT $4),
+held AS (
+	INSERT INTO todolist_claims (token, list, until, ids)
+	SELECT $5, $1, $6, array_agg(id) FROM picked HAVING COUNT(*) > 0)
+SELECT id, due, attempts, last_error, ctid::text FROM picked`
+
+// settlePostgres builds the settle statements; held is the sub-statement
+// that proves the claim row of token $2 still exists. Its placeholders are
+// the list, the token, the done rows' ctids (as text) and IDs, and the
+// batch's failures and parkings.
+//
+// The done rows are joined to the arrays by ctid, which PostgreSQL finds
+// with one TID scan per row, and must still have the ID they were claimed
+// with. The counts are added whoever removed the rows: an action's own
+// transaction may have removed its item, as a projection of the action's
+// events does.
+func settlePostgres(held string) string {
+	return `WITH held AS (` + held + `),
+done AS (
+	DELETE FROM todolist_items AS t
+	USING unnest($3::text[]::tid[], $4::text[]) AS d(ref, id)
+	WHERE t.ctid = d.ref AND t.id = d.id AND t.list = $1 AND EXISTS (SELECT 1 FROM held)
+	RETURNING 1),
+counted AS (
 	INSERT INTO todolist_counters (list, completed, failures, parkings)
 	SELECT $1, n.completed, n.failures, n.parkings FROM (
 		SELECT cardinality($3::text[]) AS completed,
-			` + failures + `::bigint AS failures, ` + parkings + `::bigint AS parkings) AS n
-	WHERE n.completed > 0 OR n.failures > 0 OR n.parkings > 0` + addCounts + `)`
+			$5::bigint AS failures, $6::bigint AS parkings) AS n
+	WHERE n.completed > 0 OR n.failures > 0 OR n.parkings > 0` + addCounts + `)
+SELECT COUNT(*) FROM done`
+}
+
+// heldPostgres is the existence of the claim whose token is in the given
+// placeholder, for a statement that writes an item's outcome: the lock on
+// the claim row keeps the next claimer from dropping it, once lapsed,
+// until the write is committed.
+func heldPostgres(token string) string {
+	return `SELECT 1 FROM todolist_claims WHERE token = ` + token + ` FOR SHARE`
 }
 
 // addCounts ends every write to todolist_counters: the counts are added to
@@ -241,21 +266,43 @@ WHERE list = ? AND id = ? AND parked = 1`,
 		claim:    claimSQLite,
 		fail: `UPDATE todolist_items SET attempts = ?, last_error = ?, run_at = ?, parked = ?, claim = '', claimed_until = 0
 WHERE list = ? AND id = ? AND claim = ? AND readded = 0`,
-		release: `UPDATE todolist_items SET claim = '', claimed_until = 0 WHERE list = ? AND id = ? AND claim = ?`,
 		backlog: `SELECT COUNT(*) FROM todolist_items WHERE ` + ready,
 		// The list and a batch's completed items, failures and parkings.
 		count: `INSERT INTO todolist_counters (list, completed, failures, parkings) VALUES (?, ?, ?, ?)` + addCounts,
 	}
-	for _, s := range []*string{&q.add, &q.remove, &q.get, &q.due, &q.parked, &q.reactivate, &q.stats, &q.allStats, &q.claim, &q.fail, &q.release, &q.backlog, &q.count} {
+	for _, s := range []*string{&q.add, &q.remove, &q.get, &q.due, &q.parked, &q.reactivate, &q.stats, &q.allStats, &q.claim, &q.fail, &q.backlog, &q.count} {
 		*s = db.Rebind(*s)
 	}
 	if sqldb.DialectOf(db) == sqldb.Postgres {
+		q.claimSets = true
+		// An item is claimed when a live claim row holds its ID; the
+		// latest lease among those that hold it is the claim reported.
+		q.get = `SELECT t.id, t.due, t.run_at, t.attempts, t.last_error, t.parked,
+	COALESCE(c.token, ''), COALESCE(c.until, 0)
+FROM todolist_items AS t LEFT JOIN LATERAL (
+	SELECT token, until FROM todolist_claims AS c
+	WHERE c.list = t.list AND t.id = ANY(c.ids) ORDER BY until DESC LIMIT 1) AS c ON true
+WHERE t.list = $1 AND t.id = $2`
+		q.due = `SELECT ` + itemColumns + ` FROM todolist_items
+WHERE ` + readyPostgres + ` ORDER BY run_at, id LIMIT $4`
+		q.backlog = `SELECT COUNT(*) FROM todolist_items WHERE ` + readyPostgres
 		q.claim = claimPostgres
-		// Its placeholders are those of the delete, then the batch's
-		// failures and parkings; it returns the count of deleted items.
-		q.removeDone = `WITH done AS (` + deleteDonePostgres + ` RETURNING 1),
-` + countDonePostgres("$4", "$5") + `
-SELECT COUNT(*) FROM done`
+		q.lockClaims = `SELECT pg_advisory_xact_lock(hashtextextended('todolist/' || $1::text, 0))`
+		q.dropLapsed = `DELETE FROM todolist_claims WHERE list = $1 AND until <= $2`
+		q.settle = settlePostgres(`DELETE FROM todolist_claims WHERE token = $2 RETURNING 1`)
+		q.settleKeep = settlePostgres(heldPostgres("$2"))
+		// The attempt, error, next run and parked flag, then the list,
+		// ID, token and ctid of the failed item.
+		q.fail = `WITH held AS (` + heldPostgres("$7") + `)
+UPDATE todolist_items SET attempts = $1, last_error = $2, run_at = $3, parked = $4
+WHERE ctid = $8::text::tid AND list = $5 AND id = $6 AND EXISTS (SELECT 1 FROM held)`
+		// The next run, the list, the token, then the conflicting rows'
+		// ctids and IDs. A re-added row is a new version elsewhere and
+		// keeps its own due time.
+		q.releaseConflicts = `WITH held AS (` + heldPostgres("$3") + `)
+UPDATE todolist_items AS t SET run_at = $1
+FROM unnest($4::text[]::tid[], $5::text[]) AS d(ref, id)
+WHERE t.ctid = d.ref AND t.id = d.id AND t.list = $2 AND EXISTS (SELECT 1 FROM held)`
 	}
 	return q
 }

@@ -8,7 +8,9 @@ import (
 )
 
 // Migration is one step of a package's schema. Statements may differ per
-// dialect; when Postgres is empty, SQLite is used for both.
+// dialect; when Postgres is empty, SQLite is used for both. A step that
+// only PostgreSQL needs leaves SQLite empty: SQLite records the version and
+// runs nothing.
 type Migration struct {
 	Version  int
 	SQLite   string
@@ -65,8 +67,10 @@ func apply(ctx context.Context, db *sqlx.DB, component string, m Migration) erro
 	if n > 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, m.statement(dialect)); err != nil {
-		return err
+	if stmt := m.statement(dialect); stmt != "" {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
 	}
 	if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO passage_migrations (component, version) VALUES (?, ?)`), component, m.Version); err != nil {
 		return err
