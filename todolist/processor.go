@@ -266,10 +266,7 @@ func (p *Processor) claimSet(ctx context.Context, args []any, leaseEnd time.Time
 			_ = tx.Rollback()
 		}
 	}()
-	if _, err := tx.ExecContext(ctx, l.q.lockClaims, l.name); err != nil {
-		return nil, err
-	}
-	if _, err := tx.ExecContext(ctx, l.q.dropLapsed, l.name, args[2]); err != nil {
+	if _, err := tx.ExecContext(ctx, l.q.lockClaims, l.name, args[2]); err != nil {
 		return nil, err
 	}
 	if batch, _, err = p.claimRows(ctx, tx, args, leaseEnd, limit); err != nil {

@@ -139,9 +139,9 @@ type queries struct {
 	// claimSets is true on PostgreSQL, where a claim is a row of
 	// todolist_claims; the statements below are PostgreSQL's alone.
 	claimSets bool
-	// lockClaims takes the list's claim lock for the transaction,
-	// dropLapsed deletes its claims whose lease ended.
-	lockClaims, dropLapsed string
+	// lockClaims takes the list's claim lock for the transaction and
+	// deletes its claims whose lease ended.
+	lockClaims string
 	// settle deletes a batch's claim row and its done items, and adds the
 	// batch's counts to the list's totals; settleKeep does the same but
 	// leaves the claim row to lapse. Both return the count deleted.
@@ -287,8 +287,11 @@ WHERE t.list = $1 AND t.id = $2`
 WHERE ` + readyPostgres + ` ORDER BY run_at, id LIMIT $4`
 		q.backlog = `SELECT COUNT(*) FROM todolist_items WHERE ` + readyPostgres
 		q.claim = claimPostgres
-		q.lockClaims = `SELECT pg_advisory_xact_lock(hashtextextended('todolist/' || $1::text, 0))`
-		q.dropLapsed = `DELETE FROM todolist_claims WHERE list = $1 AND until <= $2`
+		// One round trip: the lock is taken once, before the delete reads
+		// a row. Claims committed meanwhile are live, so the delete's
+		// snapshot, taken before the lock, misses no lapsed one.
+		q.lockClaims = `WITH locked AS (SELECT pg_advisory_xact_lock(hashtextextended('todolist/' || $1::text, 0)))
+DELETE FROM todolist_claims WHERE list = $1 AND until <= $2 AND EXISTS (SELECT 1 FROM locked)`
 		q.settle = settlePostgres(`DELETE FROM todolist_claims WHERE token = $2 RETURNING 1`)
 		q.settleKeep = settlePostgres(heldPostgres("$2"))
 		// The attempt, error, next run and parked flag, then the list,
