@@ -237,11 +237,10 @@ func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done
 	leaseEnd := now.Add(p.cfg.lease)
 	args := []any{l.name, sqldb.EncodeTime(cutoff), sqldb.EncodeTime(now), limit, token, sqldb.EncodeTime(leaseEnd), l.name}
 	if l.q.claimSets {
-		batch, err = p.claimSet(ctx, args[:6], leaseEnd, limit)
-		picked = len(batch)
-	} else {
-		batch, picked, err = p.claimRows(ctx, l.db, args, leaseEnd, limit)
+		// PostgreSQL's claim function takes the list once.
+		args = args[:6]
 	}
+	batch, picked, err = p.claimRows(ctx, l.db, args, leaseEnd, limit)
 	if err != nil {
 		return nil, 0, "", fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
 	}
@@ -249,30 +248,6 @@ func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done
 		return cmp.Or(a.Due.Compare(b.Due), strings.Compare(a.ID, b.ID))
 	})
 	return batch, picked, token, nil
-}
-
-// claimSet claims a batch on PostgreSQL: under the list's claim lock, it
-// drops the lapsed claims and records the batch's claim row with the pick.
-// The lock is taken in a statement of its own, before the pick, so that
-// the pick's snapshot sees every claim committed before it.
-func (p *Processor) claimSet(ctx context.Context, args []any, leaseEnd time.Time, limit int) (batch []claimed, err error) {
-	l := p.list
-	tx, err := l.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
-	if _, err := tx.ExecContext(ctx, l.q.lockClaims, l.name, args[2]); err != nil {
-		return nil, err
-	}
-	if batch, _, err = p.claimRows(ctx, tx, args, leaseEnd, limit); err != nil {
-		return nil, err
-	}
-	return batch, tx.Commit()
 }
 
 // claimRows runs the claim statement with args on q and scans its rows.

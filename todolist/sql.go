@@ -118,7 +118,8 @@ var migrations = []sqldb.Migration{{
 	ids   TEXT[] NOT NULL
 );
 ALTER TABLE todolist_claims ALTER COLUMN ids SET STORAGE EXTERNAL;
-CREATE INDEX todolist_claims_list ON todolist_claims (list, until);`,
+CREATE INDEX todolist_claims_list ON todolist_claims (list, until);
+` + claimFunction,
 }}
 
 const indexes = `CREATE INDEX todolist_items_ready ON todolist_items (list, run_at) WHERE parked = 0;
@@ -139,9 +140,6 @@ type queries struct {
 	// claimSets is true on PostgreSQL, where a claim is a row of
 	// todolist_claims; the statements below are PostgreSQL's alone.
 	claimSets bool
-	// lockClaims takes the list's claim lock for the transaction and
-	// deletes its claims whose lease ended.
-	lockClaims string
 	// settle deletes a batch's claim row and its done items, and adds the
 	// batch's counts to the list's totals; settleKeep does the same but
 	// leaves the claim row to lapse. Both return the count deleted.
@@ -185,12 +183,27 @@ const liveIDsPostgres = `SELECT unnest(ids) FROM todolist_claims WHERE list = $1
 // readyPostgres is ready on PostgreSQL: list $1, cutoff $2, now $3.
 const readyPostgres = `list = $1 AND parked = 0 AND run_at <= $2 AND id NOT IN (` + liveIDsPostgres + `)`
 
-// claimPostgres picks a batch and records its claim row, under the list's
-// claim lock (see the schema), and returns the picked rows with their
-// ctids. Its placeholders are the list, cutoff, now, limit, token and lease
-// end. The pick is read once and used twice, so the claim row holds
-// exactly the rows returned.
-const claimPostgres = `WITH picked AS (
+// claimFunction claims a batch on PostgreSQL in one round trip, without
+// a transaction around it: it takes the list's claim lock (held until the
+// calling statement commits), drops the list's lapsed claims, then picks
+// the batch and records its claim row (pickPostgres). Each statement of a
+// function takes its own snapshot, so the pick, taken after the lock, sees
+// every claim committed before. Its parameters are those of pickPostgres.
+const claimFunction = `CREATE FUNCTION todolist_claim(TEXT, BIGINT, BIGINT, INTEGER, TEXT, BIGINT)
+RETURNS TABLE (item_id TEXT, item_due BIGINT, item_attempts INTEGER, item_last_error TEXT, item_ref TEXT)
+LANGUAGE plpgsql VOLATILE AS $body$
+BEGIN
+	PERFORM pg_advisory_xact_lock(hashtextextended('todolist/' || $1, 0));
+	DELETE FROM todolist_claims WHERE list = $1 AND until <= $3;
+	RETURN QUERY ` + pickPostgres + `;
+END
+$body$;`
+
+// pickPostgres picks a batch and records its claim row, and returns the
+// picked rows with their ctids. Its placeholders are the list, cutoff,
+// now, limit, token and lease end. The pick is read once and used twice,
+// so the claim row holds exactly the rows returned.
+const pickPostgres = `WITH picked AS (
 	SELECT ctid, id, due, attempts, last_error FROM todolist_items
 	WHERE ` + readyPostgres + `
 	ORDER BY run_at LIMIT $4),
@@ -286,12 +299,8 @@ WHERE t.list = $1 AND t.id = $2`
 		q.due = `SELECT ` + itemColumns + ` FROM todolist_items
 WHERE ` + readyPostgres + ` ORDER BY run_at, id LIMIT $4`
 		q.backlog = `SELECT COUNT(*) FROM todolist_items WHERE ` + readyPostgres
-		q.claim = claimPostgres
-		// One round trip: the lock is taken once, before the delete reads
-		// a row. Claims committed meanwhile are live, so the delete's
-		// snapshot, taken before the lock, misses no lapsed one.
-		q.lockClaims = `WITH locked AS (SELECT pg_advisory_xact_lock(hashtextextended('todolist/' || $1::text, 0)))
-DELETE FROM todolist_claims WHERE list = $1 AND until <= $2 AND EXISTS (SELECT 1 FROM locked)`
+		q.claim = `SELECT item_id, item_due, item_attempts, item_last_error, item_ref
+FROM todolist_claim($1, $2, $3, $4, $5, $6)`
 		q.settle = settlePostgres(`DELETE FROM todolist_claims WHERE token = $2 RETURNING 1`)
 		q.settleKeep = settlePostgres(heldPostgres("$2"))
 		// The attempt, error, next run and parked flag, then the list,
