@@ -133,9 +133,12 @@ WHERE list = ? AND parked = 0 AND `+column+` <= ? ORDER BY `+column+`, id LIMIT 
 	}
 }
 
-// rawLoop is the hand-written floor of the processor: claim a batch with
-// the same statement (the lease in its own column), "act" (nothing), delete
-// the batch by ID in one statement, until nothing is due.
+// rawLoop is the hand-written batched loop: claim a batch by writing a
+// lease on its rows (with FOR UPDATE SKIP LOCKED on PostgreSQL), "act"
+// (nothing), delete the batch by ID in one statement, until nothing is
+// due. On SQLite these are the processor's own statements; on PostgreSQL
+// the processor holds a batch with one claim row instead (see sql.go), and
+// cteLoop is the floor that matters.
 func rawLoop(b *testing.B, db *sqldb.DB, list string, cutoff time.Time) int {
 	ctx := context.Background()
 	claim := `WITH picked AS (SELECT id FROM todolist_items WHERE list = ? AND parked = 0 AND run_at <= ? AND claimed_until <= ? ORDER BY run_at LIMIT ?)
