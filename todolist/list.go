@@ -189,9 +189,11 @@ func (l *List) Add(ctx context.Context, id string, due time.Time) error {
 //     (neither removing it nor recording its failure) and releases it.
 //
 // To bring an item forward, Remove it and Add it again (in one transaction).
-// That makes a new item: a processor still working the removed one is not
-// stopped, so the action may run for the new item before the old run has
-// finished. Actions must be idempotent anyway (see [Action]).
+// That makes a new item. On SQLite a processor still working the removed
+// one is not stopped, so the action may run for the new item before the
+// old run has finished; on PostgreSQL the batch's claim holds the ID, so
+// the new item waits for that run to end. Actions must be idempotent
+// anyway (see [Action]).
 func (l *List) AddTx(ctx context.Context, ext sqlx.ExtContext, id string, due time.Time) error {
 	if ext == nil {
 		return fmt.Errorf("todolist: add to %q: %w: ext must not be nil", l.name, ErrInvalidArgument)

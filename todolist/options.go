@@ -79,8 +79,11 @@ func WithBatchSize(n int) ProcessorOption {
 
 // WithLease sets how long a claim holds its items (default [DefaultLease]).
 // If the processor dies, its items come back to the list when the lease
-// ends; it must be longer than a batch takes to work, or another processor
-// may take items still being worked (the first one then leaves them alone).
+// ends. A processor starts no item of a batch whose lease has ended (it
+// releases them and claims afresh), but an action that runs past the lease
+// may still be running when another processor takes the same item: make
+// the lease longer than the longest action. The first processor then
+// leaves the item alone.
 func WithLease(d time.Duration) ProcessorOption {
 	return func(cfg *processorConfig) error {
 		if d <= 0 {

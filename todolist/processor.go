@@ -70,7 +70,8 @@ type Result struct {
 //
 // Several processors, in one process or on several machines, may work the
 // same list at once: each batch is claimed with a lease, so no item is
-// worked by two at the same moment. A Processor is safe for concurrent use.
+// worked by two at the same moment — provided each action ends within the
+// lease (see [WithLease]). A Processor is safe for concurrent use.
 type Processor struct {
 	list   *List
 	action Action
@@ -163,7 +164,7 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 		batch, picked, token, err := p.claim(ctx, cutoff, limit, &done, &res)
 		if err != nil {
 			if ctx.Err() != nil {
-				return res, errors.Join(err, p.abandon(ctx, done, &res))
+				return res, errors.Join(err, p.abandon(ctx, done, &res, context.Cause(ctx)))
 			}
 			return res, err
 		}
@@ -179,6 +180,9 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 		}
 	}
 	if err := p.settle(ctx, done, &res); err != nil {
+		if ctx.Err() != nil {
+			return res, errors.Join(err, p.abandon(ctx, done, &res, context.Cause(ctx)))
+		}
 		return res, err
 	}
 	// Counted on every tick, not only when a budget stopped it: rows that
@@ -195,6 +199,9 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 // claimed is an item as a batch holds it.
 type claimed struct {
 	Item
+	// version is the row's xmin on PostgreSQL: it tells the row claimed
+	// from a later version of the item (see sameRow in sql.go).
+	version string
 	// ref is the row's ctid on PostgreSQL, which finds it without an
 	// index; "" on SQLite.
 	ref string
@@ -209,7 +216,7 @@ type claimed struct {
 type batchDone struct {
 	token              string
 	ids                []string
-	refs               []string
+	refs, versions     []string
 	failures, parkings int
 	held, lapse        bool
 }
@@ -263,7 +270,7 @@ func (p *Processor) claimRows(ctx context.Context, q sqlx.QueryerContext, args [
 		var due int64
 		dest := []any{&it.ID, &due, &it.Attempts, &it.LastError}
 		if p.list.q.claimSets {
-			dest = append(dest, &it.ref)
+			dest = append(dest, &it.ref, &it.version)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, 0, err
@@ -295,7 +302,7 @@ func (p *Processor) settle(ctx context.Context, done batchDone, res *Result) err
 		if done.lapse {
 			settle = l.q.settleKeep
 		}
-		err = l.db.QueryRowContext(ctx, settle, l.name, done.token, nonNil(done.refs), nonNil(done.ids), done.failures, done.parkings).Scan(&n)
+		err = l.db.QueryRowContext(ctx, settle, l.name, done.token, nonNil(done.refs), nonNil(done.ids), done.failures, done.parkings, nonNil(done.versions)).Scan(&n)
 	case len(done.ids) == 0:
 		err = p.count(ctx, l.db, 0, done)
 	default:
@@ -376,8 +383,8 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 	done.held = p.list.q.claimSets && len(batch) > 0
 	var conflicts, unstarted []claimed
 	for i, it := range batch {
-		if err := ctx.Err(); err != nil {
-			return done, false, p.abandon(ctx, done, res)
+		if ctx.Err() != nil {
+			return done, false, p.abandon(ctx, done, res, context.Cause(ctx))
 		}
 		started := res.Done + res.Failed + res.Parked + res.Conflicts
 		if started > 0 && p.overTime(start) {
@@ -385,11 +392,19 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 			stopped = true
 			break
 		}
+		if !p.cfg.clock.Now().Before(it.NextAttempt) {
+			// The batch's lease has ended: another processor may have
+			// claimed the rest already. They are released, and the
+			// tick goes on with a fresh claim.
+			unstarted = batch[i:]
+			break
+		}
 		actErr := p.run(ctx, it.Item)
 		if actErr == nil {
 			done.ids = append(done.ids, it.ID)
 			if it.ref != "" {
 				done.refs = append(done.refs, it.ref)
+				done.versions = append(done.versions, it.version)
 			}
 			res.Done++
 			if p.cfg.observer.Done != nil {
@@ -399,7 +414,7 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 		if ctx.Err() != nil {
 			// A failure most likely came from the cancellation; counting
 			// it as an attempt would punish the item.
-			return done, false, p.abandon(ctx, done, res)
+			return done, false, p.abandon(ctx, done, res, context.Cause(ctx))
 		}
 		switch {
 		case actErr == nil:
@@ -408,7 +423,7 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 			res.Conflicts++
 		default:
 			if err := p.fail(ctx, &done, it, actErr, res); err != nil {
-				return done, false, err
+				return done, false, p.abandon(ctx, done, res, err)
 			}
 		}
 	}
@@ -419,13 +434,13 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 		next := sqldb.EncodeTime(res.Cutoff) + 1
 		var err error
 		if l.q.claimSets {
-			ids, refs := idsAndRefs(conflicts)
-			_, err = l.db.ExecContext(ctx, l.q.releaseConflicts, next, l.name, token, refs, ids)
+			ids, refs, versions := idsAndRefs(conflicts)
+			_, err = l.db.ExecContext(ctx, l.q.releaseConflicts, next, l.name, token, refs, ids, versions)
 		} else {
 			_, err = p.exec(ctx, l.db, releaseConflictIDs, idsOf(conflicts), next, l.name, token)
 		}
 		if err != nil {
-			return done, false, fmt.Errorf("todolist: release conflicting items of %q: %w", l.name, err)
+			return done, false, p.abandon(ctx, done, res, fmt.Errorf("todolist: release conflicting items of %q: %w", l.name, err))
 		}
 	}
 	if len(unstarted) > 0 {
@@ -438,7 +453,7 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 		r, err := p.exec(ctx, l.db, releaseIDs, idsOf(unstarted), l.name, token)
 		n, err := rowsAffected(r, err)
 		if err != nil {
-			return done, false, fmt.Errorf("todolist: release unstarted items of %q: %w", l.name, err)
+			return done, false, p.abandon(ctx, done, res, fmt.Errorf("todolist: release unstarted items of %q: %w", l.name, err))
 		}
 		res.Released += n
 	}
@@ -462,12 +477,12 @@ func idsOf(items []claimed) []string {
 	return ids
 }
 
-func idsAndRefs(items []claimed) (ids, refs []string) {
-	refs = make([]string, len(items))
+func idsAndRefs(items []claimed) (ids, refs, versions []string) {
+	refs, versions = make([]string, len(items)), make([]string, len(items))
 	for i, it := range items {
-		refs[i] = it.ref
+		refs[i], versions[i] = it.ref, it.version
 	}
-	return idsOf(items), refs
+	return idsOf(items), refs, versions
 }
 
 // exec runs prefix followed by the list of ids, after args, on ext.
@@ -502,12 +517,12 @@ func (p *Processor) run(ctx context.Context, it Item) (err error) {
 // abandonTimeout bounds the removal of an abandoned batch's done items.
 const abandonTimeout = 5 * time.Second
 
-// abandon gives up the batch in flight because ctx ended, as a crash
-// would, but first settles it: the items whose action already succeeded
-// are removed, so that they are not worked again when the claims lapse,
-// and the outcomes so far are counted.
-func (p *Processor) abandon(ctx context.Context, done batchDone, res *Result) error {
-	err := fmt.Errorf("todolist: process %q: abandoned the batch in flight, its claims lapse after the lease: %w", p.list.name, context.Cause(ctx))
+// abandon gives up the batch in flight because of cause (ctx ended, or
+// the storage failed), as a crash would, but first settles it: the items
+// whose action already succeeded are removed, so that they are not worked
+// again when the claims lapse, and the outcomes so far are counted.
+func (p *Processor) abandon(ctx context.Context, done batchDone, res *Result, cause error) error {
+	err := fmt.Errorf("todolist: process %q: abandoned the batch in flight, its claims lapse after the lease: %w", p.list.name, cause)
 	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
 	defer cancel()
 	done.lapse = true
@@ -535,7 +550,7 @@ func (p *Processor) fail(ctx context.Context, done *batchDone, c claimed, actErr
 	l := p.list
 	args := []any{it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parked, l.name, it.ID, token}
 	if l.q.claimSets {
-		args = append(args, c.ref)
+		args = append(args, c.ref, c.version)
 	}
 	r, err := l.db.ExecContext(ctx, l.q.fail, args...)
 	if err != nil {

@@ -21,7 +21,7 @@ const component = "todolist"
 //   - claim and claimed_until hold a claim on SQLite (see below); on
 //     PostgreSQL they stay empty;
 //   - readded is 1 when Add moved the item to a later due time since it was
-//     last claimed on SQLite. The re-add keeps the claim, so the item stays
+//     last claimed (read and cleared on SQLite only). The re-add keeps the claim, so the item stays
 //     hidden while the first processor still works it, and the flag tells
 //     that processor the row is new work: it releases the row instead of
 //     deleting it or recording its failure. Every claim clears the flag;
@@ -50,9 +50,11 @@ const component = "todolist"
 //     while its claim row exists: the settle that deletes the row, or a
 //     lock on it, fences out a processor whose lease ran out (lapsed rows
 //     are dropped by the next claimer). Rows are addressed by the ctid
-//     the pick returned, their physical place, together with the ID: that
-//     spares a primary-key lookup per item, and a row that a re-add changed
-//     meanwhile is a new version elsewhere, so it is kept as new work.
+//     the pick returned, their physical place, together with the ID and
+//     the row version (xmin): that spares a primary-key lookup per item,
+//     and a row that a re-add changed meanwhile is a new version, so it is
+//     kept as new work. Claims run under read committed, where each
+//     statement of the claim function sees what committed before it.
 //
 // Version 2 adds todolist_counters: each list's running totals of what
 // processors did, one row per list that ever processed an item. The
@@ -190,9 +192,16 @@ const readyPostgres = `list = $1 AND parked = 0 AND run_at <= $2 AND id NOT IN (
 // function takes its own snapshot, so the pick, taken after the lock, sees
 // every claim committed before. Its parameters are those of pickPostgres.
 const claimFunction = `CREATE FUNCTION todolist_claim(TEXT, BIGINT, BIGINT, INTEGER, TEXT, BIGINT)
-RETURNS TABLE (item_id TEXT, item_due BIGINT, item_attempts INTEGER, item_last_error TEXT, item_ref TEXT)
+RETURNS TABLE (item_id TEXT, item_due BIGINT, item_attempts INTEGER, item_last_error TEXT, item_ref TEXT, item_version TEXT)
 LANGUAGE plpgsql VOLATILE AS $body$
 BEGIN
+	-- Under a stronger isolation the pick would read the snapshot taken
+	-- before the lock was granted, and miss a claim committed meanwhile.
+	IF current_setting('transaction_isolation') <> 'read committed' THEN
+		RAISE EXCEPTION 'todolist: claims need the read committed isolation level, the session uses %',
+			current_setting('transaction_isolation')
+			USING ERRCODE = 'feature_not_supported';
+	END IF;
 	PERFORM pg_advisory_xact_lock(hashtextextended('todolist/' || $1, 0));
 	DELETE FROM todolist_claims WHERE list = $1 AND until <= $3;
 	RETURN QUERY ` + pickPostgres + `;
@@ -200,43 +209,52 @@ END
 $body$;`
 
 // pickPostgres picks a batch and records its claim row, and returns the
-// picked rows with their ctids. Its placeholders are the list, cutoff,
+// picked rows with their ctids and versions (xmin). Its placeholders are the list, cutoff,
 // now, limit, token and lease end. The pick is read once and used twice,
 // so the claim row holds exactly the rows returned.
 const pickPostgres = `WITH picked AS (
-	SELECT ctid, id, due, attempts, last_error FROM todolist_items
+	SELECT ctid, xmin, id, due, attempts, last_error FROM todolist_items
 	WHERE ` + readyPostgres + `
 	ORDER BY run_at LIMIT $4),
 held AS (
 	INSERT INTO todolist_claims (token, list, until, ids)
 	SELECT $5, $1, $6, array_agg(id) FROM picked HAVING COUNT(*) > 0)
-SELECT id, due, attempts, last_error, ctid::text FROM picked`
+SELECT id, due, attempts, last_error, ctid::text, xmin::text FROM picked`
 
 // settlePostgres builds the settle statements; held is the sub-statement
 // that proves the claim row of token $2 still exists. Its placeholders are
-// the list, the token, the done rows' ctids (as text) and IDs, and the
-// batch's failures and parkings.
+// the list, the token, the done rows' ctids, IDs and versions (as text),
+// and the batch's failures and parkings.
 //
 // The done rows are joined to the arrays by ctid, which PostgreSQL finds
-// with one TID scan per row, and must still have the ID they were claimed
-// with. The counts are added whoever removed the rows: an action's own
-// transaction may have removed its item, as a projection of the action's
-// events does.
+// with one TID scan per row, and must still be the version claimed (see
+// sameRow). The counts are added while the claim holds, whoever removed
+// the rows: an action's own transaction may have removed its item, as a
+// projection of the action's events does. A processor whose claim lapsed
+// adds nothing, since another one works its items again.
 func settlePostgres(held string) string {
 	return `WITH held AS (` + held + `),
 done AS (
 	DELETE FROM todolist_items AS t
-	USING unnest($3::text[]::tid[], $4::text[]) AS d(ref, id)
-	WHERE t.ctid = d.ref AND t.id = d.id AND t.list = $1 AND EXISTS (SELECT 1 FROM held)
+	USING unnest($3::text[]::tid[], $4::text[], $7::text[]::xid[]) AS d(ref, id, version)
+	WHERE ` + sameRow + ` AND t.list = $1 AND EXISTS (SELECT 1 FROM held)
 	RETURNING 1),
 counted AS (
 	INSERT INTO todolist_counters (list, completed, failures, parkings)
 	SELECT $1, n.completed, n.failures, n.parkings FROM (
 		SELECT cardinality($3::text[]) AS completed,
 			$5::bigint AS failures, $6::bigint AS parkings) AS n
-	WHERE n.completed > 0 OR n.failures > 0 OR n.parkings > 0` + addCounts + `)
+	WHERE (n.completed > 0 OR n.failures > 0 OR n.parkings > 0) AND EXISTS (SELECT 1 FROM held)` + addCounts + `)
 SELECT COUNT(*) FROM done`
 }
+
+// sameRow matches a row t of todolist_items with the row d a batch
+// claimed (its ref, id and version): the same place and the same version.
+// Any change since the claim — a re-add, a Remove and Add — makes a new
+// version, even when vacuum has since put it back in the same place, so
+// the new work is kept. (A version that vacuum froze meanwhile no longer
+// matches either: the item is then worked again, never lost.)
+const sameRow = `t.ctid = d.ref AND t.id = d.id AND t.xmin = d.version`
 
 // heldPostgres is the existence of the claim whose token is in the given
 // placeholder, for a statement that writes an item's outcome: the lock on
@@ -299,22 +317,23 @@ WHERE t.list = $1 AND t.id = $2`
 		q.due = `SELECT ` + itemColumns + ` FROM todolist_items
 WHERE ` + readyPostgres + ` ORDER BY run_at, id LIMIT $4`
 		q.backlog = `SELECT COUNT(*) FROM todolist_items WHERE ` + readyPostgres
-		q.claim = `SELECT item_id, item_due, item_attempts, item_last_error, item_ref
+		q.claim = `SELECT item_id, item_due, item_attempts, item_last_error, item_ref, item_version
 FROM todolist_claim($1, $2, $3, $4, $5, $6)`
 		q.settle = settlePostgres(`DELETE FROM todolist_claims WHERE token = $2 RETURNING 1`)
 		q.settleKeep = settlePostgres(heldPostgres("$2"))
 		// The attempt, error, next run and parked flag, then the list,
-		// ID, token and ctid of the failed item.
+		// ID, token, ctid and version of the failed item.
 		q.fail = `WITH held AS (` + heldPostgres("$7") + `)
-UPDATE todolist_items SET attempts = $1, last_error = $2, run_at = $3, parked = $4
-WHERE ctid = $8::text::tid AND list = $5 AND id = $6 AND EXISTS (SELECT 1 FROM held)`
+UPDATE todolist_items AS t SET attempts = $1, last_error = $2, run_at = $3, parked = $4
+FROM (SELECT $8::text::tid AS ref, $6::text AS id, $9::text::xid AS version) AS d
+WHERE ` + sameRow + ` AND t.list = $5 AND EXISTS (SELECT 1 FROM held)`
 		// The next run, the list, the token, then the conflicting rows'
-		// ctids and IDs. A re-added row is a new version elsewhere and
+		// ctids, IDs and versions. A re-added row is a new version and
 		// keeps its own due time.
 		q.releaseConflicts = `WITH held AS (` + heldPostgres("$3") + `)
 UPDATE todolist_items AS t SET run_at = $1
-FROM unnest($4::text[]::tid[], $5::text[]) AS d(ref, id)
-WHERE t.ctid = d.ref AND t.id = d.id AND t.list = $2 AND EXISTS (SELECT 1 FROM held)`
+FROM unnest($4::text[]::tid[], $5::text[], $6::text[]::xid[]) AS d(ref, id, version)
+WHERE ` + sameRow + ` AND t.list = $2 AND EXISTS (SELECT 1 FROM held)`
 	}
 	return q
 }
