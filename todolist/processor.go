@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
@@ -201,10 +202,10 @@ type claimed struct {
 	Item
 	// version is the row's xmin on PostgreSQL: it tells the row claimed
 	// from a later version of the item (see sameRow in sql.go).
-	version string
+	version uint32
 	// ref is the row's ctid on PostgreSQL, which finds it without an
-	// index; "" on SQLite.
-	ref string
+	// index; zero on SQLite.
+	ref pgtype.TID
 }
 
 // batchDone is what is left to write of one batch's outcome: the items
@@ -216,7 +217,8 @@ type claimed struct {
 type batchDone struct {
 	token              string
 	ids                []string
-	refs, versions     []string
+	refs               []pgtype.TID
+	versions           []uint32
 	failures, parkings int
 	held, lapse        bool
 }
@@ -402,7 +404,7 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 		actErr := p.run(ctx, it.Item)
 		if actErr == nil {
 			done.ids = append(done.ids, it.ID)
-			if it.ref != "" {
+			if p.list.q.claimSets {
 				done.refs = append(done.refs, it.ref)
 				done.versions = append(done.versions, it.version)
 			}
@@ -462,9 +464,9 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 
 // nonNil returns s, or an empty slice for nil: an empty array, not NULL,
 // which a statement can count.
-func nonNil(s []string) []string {
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }
@@ -477,8 +479,8 @@ func idsOf(items []claimed) []string {
 	return ids
 }
 
-func idsAndRefs(items []claimed) (ids, refs, versions []string) {
-	refs, versions = make([]string, len(items)), make([]string, len(items))
+func idsAndRefs(items []claimed) (ids []string, refs []pgtype.TID, versions []uint32) {
+	refs, versions = make([]pgtype.TID, len(items)), make([]uint32, len(items))
 	for i, it := range items {
 		refs[i], versions[i] = it.ref, it.version
 	}

@@ -192,7 +192,7 @@ const readyPostgres = `list = $1 AND parked = 0 AND run_at <= $2 AND id NOT IN (
 // function takes its own snapshot, so the pick, taken after the lock, sees
 // every claim committed before. Its parameters are those of pickPostgres.
 const claimFunction = `CREATE FUNCTION todolist_claim(TEXT, BIGINT, BIGINT, INTEGER, TEXT, BIGINT)
-RETURNS TABLE (item_id TEXT, item_due BIGINT, item_attempts INTEGER, item_last_error TEXT, item_ref TEXT, item_version TEXT)
+RETURNS TABLE (item_id TEXT, item_due BIGINT, item_attempts INTEGER, item_last_error TEXT, item_ref TID, item_version XID)
 LANGUAGE plpgsql VOLATILE AS $body$
 BEGIN
 	-- Under a stronger isolation the pick would read the snapshot taken
@@ -219,7 +219,7 @@ const pickPostgres = `WITH picked AS (
 held AS (
 	INSERT INTO todolist_claims (token, list, until, ids)
 	SELECT $5, $1, $6, array_agg(id) FROM picked HAVING COUNT(*) > 0)
-SELECT id, due, attempts, last_error, ctid::text, xmin::text FROM picked`
+SELECT id, due, attempts, last_error, ctid, xmin FROM picked`
 
 // settlePostgres builds the settle statements; held is the sub-statement
 // that proves the claim row of token $2 still exists. Its placeholders are
@@ -236,7 +236,7 @@ func settlePostgres(held string) string {
 	return `WITH held AS (` + held + `),
 done AS (
 	DELETE FROM todolist_items AS t
-	USING unnest($3::text[]::tid[], $4::text[], $7::text[]::xid[]) AS d(ref, id, version)
+	USING unnest($3::tid[], $4::text[], $7::xid[]) AS d(ref, id, version)
 	WHERE ` + sameRow + ` AND t.list = $1 AND EXISTS (SELECT 1 FROM held)
 	RETURNING 1),
 counted AS (
@@ -325,14 +325,14 @@ FROM todolist_claim($1, $2, $3, $4, $5, $6)`
 		// ID, token, ctid and version of the failed item.
 		q.fail = `WITH held AS (` + heldPostgres("$7") + `)
 UPDATE todolist_items AS t SET attempts = $1, last_error = $2, run_at = $3, parked = $4
-FROM (SELECT $8::text::tid AS ref, $6::text AS id, $9::text::xid AS version) AS d
+FROM (SELECT $8::tid AS ref, $6::text AS id, $9::xid AS version) AS d
 WHERE ` + sameRow + ` AND t.list = $5 AND EXISTS (SELECT 1 FROM held)`
 		// The next run, the list, the token, then the conflicting rows'
 		// ctids, IDs and versions. A re-added row is a new version and
 		// keeps its own due time.
 		q.releaseConflicts = `WITH held AS (` + heldPostgres("$3") + `)
 UPDATE todolist_items AS t SET run_at = $1
-FROM unnest($4::text[]::tid[], $5::text[], $6::text[]::xid[]) AS d(ref, id, version)
+FROM unnest($4::tid[], $5::text[], $6::xid[]) AS d(ref, id, version)
 WHERE ` + sameRow + ` AND t.list = $2 AND EXISTS (SELECT 1 FROM held)`
 	}
 	return q
