@@ -162,7 +162,7 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 		if limit <= 0 || (p.overTime(start) && res.Claimed > 0) {
 			break
 		}
-		batch, picked, token, err := p.claim(ctx, cutoff, limit, &done, &res)
+		batch, token, err := p.claim(ctx, cutoff, limit, &done, &res)
 		if err != nil {
 			if ctx.Err() != nil {
 				return res, errors.Join(err, p.abandon(ctx, done, &res, context.Cause(ctx)))
@@ -176,7 +176,7 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 			return res, err
 		}
 		// A short pick means nothing more was due.
-		if stopped || picked < limit {
+		if stopped || len(batch) < limit {
 			break
 		}
 	}
@@ -233,12 +233,11 @@ func (p *Processor) overTime(start time.Time) bool {
 
 // claim settles the previous batch (see [Processor.settle]), clears done
 // once it is, and takes up to limit items due at cutoff under a fresh
-// token. It returns them earliest due first, with the count of rows it
-// picked (more than it claimed on SQLite if rows changed under it).
-func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done *batchDone, res *Result) (batch []claimed, picked int, token string, err error) {
+// token. It returns them earliest due first.
+func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done *batchDone, res *Result) (batch []claimed, token string, err error) {
 	l := p.list
 	if err := p.settle(ctx, *done, res); err != nil {
-		return nil, 0, "", err
+		return nil, "", err
 	}
 	*done = batchDone{}
 	token = uuid.NewString()
@@ -249,21 +248,21 @@ func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done
 		// PostgreSQL's claim function takes the list once.
 		args = args[:6]
 	}
-	batch, picked, err = p.claimRows(ctx, l.db, args, leaseEnd, limit)
+	batch, err = p.claimRows(ctx, args, leaseEnd, limit)
 	if err != nil {
-		return nil, 0, "", fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
+		return nil, "", fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
 	}
 	slices.SortFunc(batch, func(a, b claimed) int {
 		return cmp.Or(a.Due.Compare(b.Due), strings.Compare(a.ID, b.ID))
 	})
-	return batch, picked, token, nil
+	return batch, token, nil
 }
 
-// claimRows runs the claim statement with args on q and scans its rows.
-func (p *Processor) claimRows(ctx context.Context, q sqlx.QueryerContext, args []any, leaseEnd time.Time, limit int) ([]claimed, int, error) {
-	rows, err := q.QueryContext(ctx, p.list.q.claim, args...)
+// claimRows runs the claim statement with args and scans its rows.
+func (p *Processor) claimRows(ctx context.Context, args []any, leaseEnd time.Time, limit int) ([]claimed, error) {
+	rows, err := p.list.db.QueryContext(ctx, p.list.q.claim, args...)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	defer rows.Close()
 	batch := make([]claimed, 0, limit)
@@ -275,12 +274,12 @@ func (p *Processor) claimRows(ctx context.Context, q sqlx.QueryerContext, args [
 			dest = append(dest, &it.ref, &it.version)
 		}
 		if err := rows.Scan(dest...); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		it.Due = sqldb.DecodeTime(due)
 		batch = append(batch, it)
 	}
-	return batch, len(batch), rows.Err()
+	return batch, rows.Err()
 }
 
 // settle writes what is left of a batch's outcome in one transaction:
