@@ -209,9 +209,9 @@ END
 $body$;`
 
 // pickPostgres picks a batch and records its claim row, and returns the
-// picked rows with their ctids and versions (xmin). Its placeholders are the list, cutoff,
-// now, limit, token and lease end. The pick is read once and used twice,
-// so the claim row holds exactly the rows returned.
+// picked rows with their ctids and versions (xmin). Its placeholders are
+// the list, cutoff, now, limit, token and lease end. The pick is read once
+// and used twice, so the claim row holds exactly the rows returned.
 const pickPostgres = `WITH picked AS (
 	SELECT ctid, xmin, id, due, attempts, last_error FROM todolist_items
 	WHERE ` + readyPostgres + `
