@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
@@ -260,6 +261,9 @@ func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done
 
 // claimRows runs the claim statement with args and scans its rows.
 func (p *Processor) claimRows(ctx context.Context, args []any, leaseEnd time.Time, limit int) ([]claimed, error) {
+	if p.list.q.claimSets {
+		return p.claimRowsPostgres(ctx, args, leaseEnd, limit)
+	}
 	rows, err := p.list.db.QueryContext(ctx, p.list.q.claim, args...)
 	if err != nil {
 		return nil, err
@@ -269,17 +273,58 @@ func (p *Processor) claimRows(ctx context.Context, args []any, leaseEnd time.Tim
 	for rows.Next() {
 		it := claimed{Item: Item{NextAttempt: leaseEnd, Claimed: true}}
 		var due int64
-		dest := []any{&it.ID, &due, &it.Attempts, &it.LastError}
-		if p.list.q.claimSets {
-			dest = append(dest, &it.ref, &it.version)
-		}
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(&it.ID, &due, &it.Attempts, &it.LastError); err != nil {
 			return nil, err
 		}
 		it.Due = sqldb.DecodeTime(due)
 		batch = append(batch, it)
 	}
 	return batch, rows.Err()
+}
+
+// claimRowsPostgres is claimRows through pgx itself rather than
+// database/sql, which converts every value of every row twice (to a
+// driver value, then to the destination): with 1,000 rows a batch, that
+// was a tenth of a one-worker tick.
+func (p *Processor) claimRowsPostgres(ctx context.Context, args []any, leaseEnd time.Time, limit int) (batch []claimed, err error) {
+	conn, err := p.list.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, conn.Close()) }()
+	err = conn.Raw(func(driverConn any) error {
+		c, ok := driverConn.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("the pgx driver's connection expected, got %T", driverConn)
+		}
+		rows, err := c.Conn().Query(ctx, p.list.q.claim, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		batch = make([]claimed, 0, limit)
+		var (
+			id, lastError string
+			due           int64
+			attempts      int
+			ref           pgtype.TID
+			version       uint32
+		)
+		for rows.Next() {
+			if err := rows.Scan(&id, &due, &attempts, &lastError, &ref, &version); err != nil {
+				return err
+			}
+			batch = append(batch, claimed{
+				Item: Item{
+					ID: id, Due: sqldb.DecodeTime(due), Attempts: attempts, LastError: lastError,
+					NextAttempt: leaseEnd, Claimed: true,
+				},
+				ref: ref, version: version,
+			})
+		}
+		return rows.Err()
+	})
+	return batch, err
 }
 
 // settle writes what is left of a batch's outcome in one transaction:
