@@ -197,9 +197,7 @@ func TestLeaseIsRenewedBetweenBoundaries(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			store, second := f.open(t)
-			status := store.(interface {
-				Lease(context.Context) (Lease, error)
-			})
+			status := store.(leaseReader)
 			clock := clockwork.NewFakeClockAt(epoch)
 			const ttl = 30 * time.Second
 
@@ -235,6 +233,12 @@ func TestLeaseIsRenewedBetweenBoundaries(t *testing.T) {
 			require.Empty(t, skips)
 		})
 	}
+}
+
+// leaseReader is the stores' read of the current lease, which the tests
+// use to check who holds it.
+type leaseReader interface {
+	Lease(context.Context) (Lease, error)
 }
 
 // logCounter is a slog.Handler that keeps the messages logged.
@@ -275,9 +279,7 @@ func TestStopReleasesTheLease(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			store, second := f.open(t)
-			status := store.(interface {
-				Lease(context.Context) (Lease, error)
-			})
+			status := store.(leaseReader)
 			clock := clockwork.NewFakeClockAt(epoch)
 			a, err := New(&recorder{}, store, WithClock(clock), WithUnits(Minute), WithLease("a", time.Hour), WithLogger(discard))
 			require.NoError(t, err)

@@ -61,8 +61,8 @@ INSERT INTO todolist_items (list, id, due, run_at) SELECT ?, ` + key + `, ? + i 
 	_, err := db.ExecContext(context.Background(), db.Rebind(query), args...)
 	require.NoError(b, err)
 	if db.IsPostgres() {
-		// Autovacuum may be off (it is on the CI machine's server), and
-		// each round leaves the previous contender's dead rows behind:
+		// Autovacuum may be off (the CI machine's server runs without
+		// it), and each round leaves the previous contender's dead rows:
 		// vacuum here, outside the timer, so every contender starts on a
 		// table in the same state, as a server that vacuums would give.
 		_, err = db.ExecContext(context.Background(), `VACUUM ANALYZE todolist_items, todolist_claims`)
