@@ -29,6 +29,9 @@ var (
 	ErrNothingToBackfill = errors.New("tick: nothing to backfill")
 	// ErrAlreadyStarted is returned by Start on a running Ticker.
 	ErrAlreadyStarted = errors.New("tick: ticker already started")
+	// ErrUnhealthy is wrapped by Health while emission fails: the last
+	// pass ended with a publish or store error.
+	ErrUnhealthy = errors.New("tick: emission failing")
 	// ErrNotRunning is returned by AdvanceAndWait for a Ticker that is not
 	// started or has stopped.
 	ErrNotRunning = errors.New("tick: ticker is not running")

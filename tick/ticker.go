@@ -45,6 +45,7 @@ type Ticker struct {
 	stopping  chan struct{} // closed by Stop: the pass in flight ends early
 	progress                // guarded by mu; see wake.go
 	wakeState               // guarded by mu; see wake.go
+	health    health        // guarded by mu; see Health
 }
 
 // New returns a Ticker publishing to pub and keeping its cursors in store.
@@ -241,10 +242,62 @@ func (t *Ticker) wake() {
 	}
 }
 
-// run is one emission pass, recorded for AdvanceAndWait.
+// run is one emission pass, recorded for Health and AdvanceAndWait.
 func (t *Ticker) run(ctx context.Context, now time.Time, m passMode) (outcome, error) {
 	out, err := t.pass(ctx, now, m)
 	t.stats.passes.Add(1)
+	t.record(ctx, err)
 	t.passed(now)
 	return out, err
+}
+
+// health is what the passes since the last good one left for Health.
+type health struct {
+	err         error     // the last failed pass's error; nil after a good pass
+	since, last time.Time // by the clock: the first and last failed pass in a row
+	failures    int       // failed passes in a row
+}
+
+// Health reports whether emission works, for a health check such as an
+// HTTP /healthz: nil until a pass fails and again after the next pass that
+// succeeds; in between, an error wrapping ErrUnhealthy and the last failed
+// pass's error (a publish or store error), saying since when — by the
+// ticker's clock, printed with FormatTime — and how many passes in a row
+// failed. A standby replica (ErrNotLeader) is healthy: another emits. A
+// pass cut short by Stop or by its caller's context changes nothing.
+//
+// Every pass counts: wake-ups of a started ticker, EmitDue and EmitUntil.
+// A failed wake-up is retried after the retry backoff (WithRetryBackoff),
+// so a store that recovers turns Health back to nil within that backoff.
+func (t *Ticker) Health() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.health
+	if h.err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w since %s (%d failed passes in a row, the last at %s): %w",
+		ErrUnhealthy, FormatTime(h.since), h.failures, FormatTime(h.last), h.err)
+}
+
+// record keeps a pass's outcome for Health.
+func (t *Ticker) record(ctx context.Context, err error) {
+	if err != nil && ctx.Err() != nil {
+		return // cancelled by its caller or Stop: says nothing about the store
+	}
+	now := t.cfg.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := &t.health
+	// Losing or not holding the lease is the lease doing its job: another
+	// replica emits.
+	if err == nil || errors.Is(err, ErrNotLeader) || errors.Is(err, ErrLeaseLost) {
+		*h = health{}
+		return
+	}
+	if h.failures == 0 {
+		h.since = now
+	}
+	h.failures++
+	h.err, h.last = err, now
 }
