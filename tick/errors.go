@@ -32,6 +32,10 @@ var (
 	// ErrUnhealthy is wrapped by Health while emission fails: the last
 	// pass ended with a publish or store error.
 	ErrUnhealthy = errors.New("tick: emission failing")
+	// ErrWrongClock is returned by AdvanceAndWait for a ticker that does
+	// not run on the fake clock it was given: advancing that clock would
+	// never wake the ticker.
+	ErrWrongClock = errors.New("tick: ticker runs on another clock")
 	// ErrNotRunning is returned by AdvanceAndWait for a Ticker that is not
 	// started or has stopped.
 	ErrNotRunning = errors.New("tick: ticker is not running")

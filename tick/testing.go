@@ -19,8 +19,19 @@ import (
 // in before gocron has scheduled it), then advances once, then waits for
 // each ticker's pass at the new time — or for the pass already owed, such
 // as a restart's first catch-up. It returns ErrNotRunning when a ticker is
-// stopped meanwhile, or ctx's error.
+// stopped meanwhile, or ctx's error. A ticker on another clock (the real
+// one, by default) would never see the advance and the wait would hang, so
+// it is refused at once with ErrWrongClock.
 func AdvanceAndWait(ctx context.Context, clock *clockwork.FakeClock, d time.Duration, tickers ...*Ticker) error {
+	if clock == nil {
+		return fmt.Errorf("%w: AdvanceAndWait was given a nil clock", ErrWrongClock)
+	}
+	for i, t := range tickers {
+		if t.cfg.clock != clockwork.Clock(clock) {
+			return fmt.Errorf("%w: ticker %d of %d runs on a %T, not on the fake clock given to AdvanceAndWait: create it with WithClock(clock)",
+				ErrWrongClock, i+1, len(tickers), t.cfg.clock)
+		}
+	}
 	armedFor := make([]time.Time, len(tickers))
 	for i, t := range tickers {
 		at, err := t.waitArmed(ctx)
