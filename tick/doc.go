@@ -24,7 +24,9 @@
 //
 //   - after downtime the unit's CatchUp policy (All, LatestOnly, Skip)
 //     decides what is emitted late, each such event marked CatchUp, and
-//     what it leaves out is published as a TicksSkipped and counted;
+//     what it leaves out is published as a TicksSkipped and counted,
+//     once: the cursor passes the skipped boundaries right after the report,
+//     so a retry after a failed publish does not report them again;
 //   - a publish or store error leaves the cursor on the last published
 //     boundary; the failed one is retried after a backoff (WithRetryBackoff)
 //     or at the next boundary, whichever is sooner (at-least-once), and the

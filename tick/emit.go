@@ -162,18 +162,25 @@ func (t *Ticker) emitUnit(ctx context.Context, h *leaseHold, u Unit, now time.Ti
 	policy := t.cfg.policy(u)
 	p := planFor(policy, u, loc, first, latest, now, live)
 
+	persisted := cur
 	if p.keepFrom.After(first) {
 		last, err := t.reportSkipped(ctx, h, u, policy, cur, p.keepFrom)
 		if err != nil {
 			return err
 		}
 		out.published++
-		if p.keepFrom.After(latest) {
-			return t.advance(ctx, u, cur, last, h.term)
+		// The cursor moves past the skipped boundaries before anything
+		// else is published: should the next publish fail, the retry
+		// starts after them and does not report them again.
+		if err := t.advance(context.WithoutCancel(ctx), u, cur, last, h.term); err != nil {
+			return err
 		}
+		persisted = last
 	}
 
-	e := emission{t: t, h: h, unit: u, persisted: cur, prev: cur}
+	// The first event's Since is still cur, before the skipped boundaries
+	// (see Passage.Since), though the cursor already stands on the last.
+	e := emission{t: t, h: h, unit: u, persisted: persisted, prev: cur}
 	for b := p.keepFrom; !b.After(latest) && !stopping(m.stop); b = Next(u, b, loc) {
 		if err := e.emit(ctx, b, !live || b.Before(latest)); err != nil {
 			return errors.Join(err, e.flush(ctx))

@@ -45,6 +45,9 @@ type Passage struct {
 	// then). It is Next's predecessor of At unless a catch-up policy left
 	// boundaries out (LatestOnly, a bounded All): those lie between Since
 	// and At and were reported in a TicksSkipped just before this event.
+	// The cursor moves past them as soon as they are reported, so that they
+	// are reported once: should this event's publish fail, its retry has
+	// the last skipped boundary as Since.
 	// It is zero only for events built without a ticker.
 	Since time.Time
 	// EmittedAt is when the ticker actually published the event, by its clock.
