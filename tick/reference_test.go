@@ -328,7 +328,7 @@ func instantsOfYear(loc *time.Location, y int) []time.Time {
 // knownHardCases are the instants that broke or could break the
 // arithmetic: the spins of issue 12, dates without a midnight, skipped
 // dates, local mean time, half-hour DST and a day-long fall-back.
-func knownHardCases(t *testing.T, zones []refZone) []refCase {
+func knownHardCases(t testing.TB, zones []refZone) []refCase {
 	var out []refCase
 	add := func(zone, at string) {
 		for _, z := range zones {
@@ -366,7 +366,7 @@ func knownHardCases(t *testing.T, zones []refZone) []refCase {
 // of tzdata.zi) and of Go's embedded copy ($GOROOT/lib/time/zoneinfo.zip,
 // what a binary importing time/tzdata carries), whose listed transitions
 // stop earlier, so its zones follow their POSIX rules from the 2000s on.
-func referenceZones(t *testing.T) []refZone {
+func referenceZones(t testing.TB) []refZone {
 	t.Helper()
 	var zones []refZone
 	if f, err := os.Open("/usr/share/zoneinfo/tzdata.zi"); err == nil {
@@ -414,4 +414,42 @@ func referenceZones(t *testing.T) []refZone {
 		t.Skip("neither the system zone database nor Go's zoneinfo.zip is available")
 	}
 	return zones
+}
+
+// FuzzBoundariesAgainstWallClock checks random zones (of both zone
+// databases), units and instants from 1800 to 2200 against the wall-clock
+// reference. Its seeds, the known hard cases, run with every `go test`;
+//
+//	go test ./tick -run '^$' -fuzz FuzzBoundariesAgainstWallClock -fuzztime 60s
+//
+// explores further. An input whose computation does not return within ten
+// seconds fails.
+func FuzzBoundariesAgainstWallClock(f *testing.F) {
+	zones := referenceZones(f)
+	index := func(z refZone) uint16 {
+		return uint16(slices.IndexFunc(zones, func(o refZone) bool { return o == z }))
+	}
+	units := tick.Units()
+	span := time.Date(lastYear+1, 1, 1, 0, 0, 0, 0, time.UTC).Unix() - time.Date(firstYear, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	origin := time.Date(firstYear, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	for _, c := range knownHardCases(f, zones) {
+		f.Add(index(c.zone), c.at.Unix()-origin, uint8(slices.Index(units, c.unit)), uint32(c.at.Nanosecond()))
+	}
+	f.Fuzz(func(t *testing.T, zone uint16, offset int64, unit uint8, nanos uint32) {
+		c := refCase{
+			zone: zones[int(zone)%len(zones)],
+			unit: units[int(unit)%len(units)],
+			at:   time.Unix(origin+(offset%span+span)%span, int64(nanos%1e9)),
+		}
+		result := make(chan string, 1)
+		go func() { result <- checkAgainstReference(c) }()
+		select {
+		case msg := <-result:
+			if msg != "" {
+				t.Fatal(msg)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%v: no answer within 10 s", c)
+		}
+	})
 }
