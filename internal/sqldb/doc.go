@@ -4,7 +4,10 @@
 // SQLite (github.com/mattn/go-sqlite3) is the embedded default: a DSN that is
 // a file path (or "file:" URI, or ":memory:") opens SQLite in WAL mode with a
 // busy timeout and immediate write transactions, so concurrent writers queue
-// instead of failing with "database is locked". A DSN starting with
+// instead of failing with "database is locked". A SQLite connection that
+// SQLite opened read-only (the file or disk was read-only for a while) is
+// closed instead of being pooled, so writes succeed again once the file is
+// writable; see [IsReadOnlyError]. A DSN starting with
 // "postgres://" or "postgresql://" opens PostgreSQL through pgx's
 // database/sql driver.
 //

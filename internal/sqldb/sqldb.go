@@ -2,6 +2,7 @@ package sqldb
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -11,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"github.com/jmoiron/sqlx"
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" database/sql driver
+	"github.com/mattn/go-sqlite3"
 )
 
 // Dialect names the SQL engine behind a [DB].
@@ -79,8 +80,11 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		db, err = sqlx.Open("sqlite3", sqliteDSN)
-		if err == nil && isMemory(dsn) {
+		// Through a connector of our own rather than the registered
+		// driver, so that read-only connections leave the pool (sqlite.go).
+		// The driver name stays "sqlite3" for sqlx and DialectOf.
+		db = sqlx.NewDb(sql.OpenDB(sqliteConnector{dsn: sqliteDSN, driver: &sqlite3.SQLiteDriver{}}), "sqlite3")
+		if isMemory(dsn) {
 			// Each connection to ":memory:" is a separate database; one
 			// connection keeps every caller on the same one.
 			db.SetMaxOpenConns(1)

@@ -1,0 +1,100 @@
+package sqldb_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
+)
+
+// makeReadOnly makes the file at path unwritable to this process until the
+// returned function is called (or the test ends), and skips the test when
+// that cannot be done here. chmod is enough for an ordinary user; root
+// writes through any mode, so as root the file is made immutable
+// (chattr +i), which stops root too. Either way an open for writing is
+// tried afterwards: the test only runs when the file really is read-only.
+func makeReadOnly(t *testing.T, path string) (restore func()) {
+	t.Helper()
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(path, 0o444))
+	immutable := false
+	restore = func() {
+		if immutable {
+			require.NoError(t, exec.Command("chattr", "-i", path).Run())
+			immutable = false
+		}
+		require.NoError(t, os.Chmod(path, info.Mode().Perm()))
+	}
+	t.Cleanup(func() {
+		if immutable {
+			_ = exec.Command("chattr", "-i", path).Run()
+		}
+	})
+	if !writable(path) {
+		return restore
+	}
+	out, err := exec.Command("chattr", "+i", path).CombinedOutput()
+	if err == nil {
+		immutable = true
+	}
+	if writable(path) {
+		restore()
+		t.Skipf("cannot make %s read-only for this process (chmod 0444 does not stop root; chattr +i: %v %s)", path, err, out)
+	}
+	return restore
+}
+
+func writable(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	_ = f.Close()
+	return true
+}
+
+// TestSQLiteConnectionRecoversWhenTheFileIsWritableAgain opens a connection
+// while the database file is read-only — SQLite then opens it read-only,
+// for good — and makes the file writable again: the next write succeeds,
+// because the read-only connection left the pool at its first failure.
+func TestSQLiteConnectionRecoversWhenTheFileIsWritableAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "passage.db")
+	db, err := sqldb.Open(ctx, path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = db.ExecContext(ctx, `CREATE TABLE widgets (id INTEGER PRIMARY KEY)`)
+	require.NoError(t, err)
+	// One connection, so the one opened while read-only is the one every
+	// later statement would get back from the pool.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(0) // closes the writable connection now
+	db.SetMaxIdleConns(1)
+
+	restore := makeReadOnly(t, path)
+	_, err = db.ExecContext(ctx, `INSERT INTO widgets DEFAULT VALUES`)
+	require.Error(t, err, "the file is read-only")
+	require.True(t, sqldb.IsReadOnlyError(err), "SQLITE_READONLY: %v", err)
+	var n int
+	require.NoError(t, db.GetContext(ctx, &n, `SELECT COUNT(*) FROM widgets`), "reading works meanwhile")
+
+	restore()
+	_, err = db.ExecContext(ctx, `INSERT INTO widgets DEFAULT VALUES`)
+	require.NoError(t, err, "a connection opened while the file was read-only is not reused")
+	require.NoError(t, db.GetContext(ctx, &n, `SELECT COUNT(*) FROM widgets`))
+	require.Equal(t, 1, n)
+}
+
+func TestIsReadOnlyError(t *testing.T) {
+	t.Parallel()
+	require.False(t, sqldb.IsReadOnlyError(nil))
+	require.False(t, sqldb.IsReadOnlyError(errors.New("attempt to write a readonly database")), "only SQLite's own error")
+}

@@ -1,0 +1,151 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"os"
+	"sync/atomic"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// sqliteConnector opens SQLite connections that leave the pool once they
+// turned out to be read-only.
+//
+// SQLite opens a database file read-only, without a word, when it cannot
+// open it for writing — a file or directory made read-only for a while, a
+// disk remounted read-only — and such a connection stays read-only for its
+// whole life: every write fails with SQLITE_READONLY ("attempt to write a
+// readonly database") even after the file is writable again. database/sql
+// keeps it in its pool for ever, so a ticker would never write its cursor
+// again. A connection whose statement failed with SQLITE_READONLY (any
+// extended code) therefore reports itself invalid (driver.Validator), and
+// database/sql closes it when it is put back instead of reusing it; the
+// next statement opens a fresh connection, writable once the file is.
+//
+// The failing statement's error is returned unchanged, so callers see
+// SQLite's message; it is not turned into driver.ErrBadConn, which would
+// make database/sql retry it on fresh connections and then hide the cause
+// behind "driver: bad connection".
+type sqliteConnector struct {
+	dsn    string
+	driver *sqlite3.SQLiteDriver
+}
+
+func (c sqliteConnector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := c.driver.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	sc := &sqliteConn{SQLiteConn: conn.(*sqlite3.SQLiteConn)}
+	// A connection opened for reading only fails at its first write; one
+	// that only ever reads would never find out and would stay in the pool,
+	// read-only, to fail the first write after the file is writable again.
+	// SQLite opened the file read-only when it could not open it for
+	// writing, and so can we not (same process, same rights): then the
+	// connection serves this use and is closed when put back.
+	if name := sc.GetFilename("main"); name != "" && !openable(name) {
+		sc.readOnly.Store(true)
+	}
+	return sc, nil
+}
+
+// openable reports whether the file can be opened for writing.
+func openable(name string) bool {
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	_ = f.Close()
+	return true
+}
+
+func (c sqliteConnector) Driver() driver.Driver { return c.driver }
+
+// sqliteConn is a mattn/go-sqlite3 connection that remembers whether it
+// failed with SQLITE_READONLY. Its other methods, and so the optional
+// interfaces database/sql looks for, are the embedded connection's.
+type sqliteConn struct {
+	*sqlite3.SQLiteConn
+	readOnly atomic.Bool
+}
+
+var (
+	_ driver.Validator          = (*sqliteConn)(nil)
+	_ driver.ExecerContext      = (*sqliteConn)(nil)
+	_ driver.QueryerContext     = (*sqliteConn)(nil)
+	_ driver.ConnPrepareContext = (*sqliteConn)(nil)
+	_ driver.ConnBeginTx        = (*sqliteConn)(nil)
+)
+
+// IsReadOnlyError reports whether err is SQLite's SQLITE_READONLY, with
+// any extended code: the connection or the file cannot be written.
+func IsReadOnlyError(err error) bool {
+	var e sqlite3.Error
+	return errors.As(err, &e) && e.Code == sqlite3.ErrReadonly
+}
+
+// check marks the connection read-only when err says it is.
+func (c *sqliteConn) check(err error) error {
+	if err != nil && IsReadOnlyError(err) {
+		c.readOnly.Store(true)
+	}
+	return err
+}
+
+// IsValid implements driver.Validator: database/sql closes a connection
+// that failed with SQLITE_READONLY instead of putting it back in the pool.
+func (c *sqliteConn) IsValid() bool { return !c.readOnly.Load() }
+
+func (c *sqliteConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	res, err := c.SQLiteConn.ExecContext(ctx, query, args)
+	return res, c.check(err)
+}
+
+func (c *sqliteConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	rows, err := c.SQLiteConn.QueryContext(ctx, query, args)
+	return rows, c.check(err)
+}
+
+func (c *sqliteConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	st, err := c.SQLiteConn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, c.check(err)
+	}
+	return &sqliteStmt{SQLiteStmt: st.(*sqlite3.SQLiteStmt), conn: c}, nil
+}
+
+func (c *sqliteConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.SQLiteConn.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, c.check(err)
+	}
+	return sqliteTx{Tx: tx, conn: c}, nil
+}
+
+// sqliteStmt is a prepared statement of a sqliteConn.
+type sqliteStmt struct {
+	*sqlite3.SQLiteStmt
+	conn *sqliteConn
+}
+
+func (s *sqliteStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	res, err := s.SQLiteStmt.ExecContext(ctx, args)
+	return res, s.conn.check(err)
+}
+
+func (s *sqliteStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	rows, err := s.SQLiteStmt.QueryContext(ctx, args)
+	return rows, s.conn.check(err)
+}
+
+// sqliteTx is a transaction of a sqliteConn; a commit can fail read-only
+// too (SQLITE_READONLY_DBMOVED when the file was replaced).
+type sqliteTx struct {
+	driver.Tx
+	conn *sqliteConn
+}
+
+func (t sqliteTx) Commit() error   { return t.conn.check(t.Tx.Commit()) }
+func (t sqliteTx) Rollback() error { return t.conn.check(t.Tx.Rollback()) }
