@@ -31,6 +31,10 @@ var (
 	// ErrNotFound is returned by [List.Get] and [List.Reactivate] when the
 	// list holds no item with the ID.
 	ErrNotFound = errors.New("todolist: item not found")
+	// ErrLeaseLost is wrapped by the error [Observer].LeaseLost is given
+	// when a batch's lease ran out, or a renewal found its claim lapsed
+	// or taken by another processor.
+	ErrLeaseLost = errors.New("todolist: lease lost")
 	// ErrActionPanicked wraps the value of a panic in an [Action]; the
 	// panic counts as a failed attempt like any other error.
 	ErrActionPanicked = errors.New("todolist: action panicked")

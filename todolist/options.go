@@ -174,6 +174,13 @@ type Observer struct {
 	// Parked is called when an action failed for the last allowed time and
 	// the item was parked.
 	Parked func(list string, item Item, err error)
+	// LeaseLost is called when a batch's lease was lost: it ran out
+	// before the batch was settled (renewals failed or came too late), or
+	// a renewal found the claim lapsed or taken by another processor. err
+	// wraps [ErrLeaseLost] and says which. The batch started nothing
+	// more, and its outcomes not yet written were dropped (see
+	// [Result.LeasesLost]).
+	LeaseLost func(list string, err error)
 	// Tick is called at the end of each tick that did not fail, with its
 	// counts, including the backlog it left.
 	Tick func(list string, r Result)

@@ -61,6 +61,10 @@ type Result struct {
 	// claimed by another processor after this one's lease ran out. The
 	// item is then left as the other party left it.
 	Lost int
+	// LeasesLost counts the batches whose lease was lost (see
+	// [Observer].LeaseLost); their outcomes not yet written count as
+	// Lost, and their items are worked again by whoever claims them.
+	LeasesLost int
 	// Backlog counts the items due at the cutoff that the tick left for
 	// the next one: those a budget stopped it from taking, and those
 	// re-added or changed while it worked.
@@ -152,9 +156,6 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 		cutoff = start
 	}
 	res := Result{Cutoff: cutoff}
-	// done holds the outcome of the last batch until the next claim
-	// writes it, or until the tick ends.
-	var done batchDone
 	for {
 		limit := p.cfg.batchSize
 		if p.cfg.maxItems > 0 {
@@ -163,16 +164,12 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 		if limit <= 0 || (p.overTime(start) && res.Claimed > 0) {
 			break
 		}
-		batch, token, err := p.claim(ctx, cutoff, limit, &done, &res)
+		batch, token, leaseEnd, err := p.claim(ctx, cutoff, limit)
 		if err != nil {
-			if ctx.Err() != nil {
-				return res, errors.Join(err, p.abandon(ctx, done, &res, context.Cause(ctx)))
-			}
 			return res, err
 		}
 		res.Claimed += len(batch)
-		var stopped bool
-		done, stopped, err = p.work(ctx, batch, token, start, &res)
+		stopped, err := p.batch(ctx, batch, token, leaseEnd, start, &res)
 		if err != nil {
 			return res, err
 		}
@@ -180,12 +177,6 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 		if stopped || len(batch) < limit {
 			break
 		}
-	}
-	if err := p.settle(ctx, done, &res); err != nil {
-		if ctx.Err() != nil {
-			return res, errors.Join(err, p.abandon(ctx, done, &res, context.Cause(ctx)))
-		}
-		return res, err
 	}
 	// Counted on every tick, not only when a budget stopped it: rows that
 	// changed under a claim can be left behind by a tick that ran dry.
@@ -214,9 +205,11 @@ type claimed struct {
 // IDs, and their refs on PostgreSQL), and the failures and parkings
 // recorded on its items, to be added to the list's totals with the
 // removal. On PostgreSQL held reports that the batch's claim row is still
-// to be deleted, unless lapse asks to leave it to lapse.
+// to be deleted, unless lapse asks to leave it to lapse. lease keeps the
+// batch's claim: nothing is written once it is lost.
 type batchDone struct {
 	token              string
+	lease              *keeper
 	ids                []string
 	refs               []pgtype.TID
 	versions           []uint32
@@ -232,18 +225,31 @@ func (p *Processor) overTime(start time.Time) bool {
 	return p.cfg.timeBudget > 0 && p.cfg.clock.Since(start) >= p.cfg.timeBudget
 }
 
-// claim settles the previous batch (see [Processor.settle]), clears done
-// once it is, and takes up to limit items due at cutoff under a fresh
-// token. It returns them earliest due first.
-func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done *batchDone, res *Result) (batch []claimed, token string, err error) {
-	l := p.list
-	if err := p.settle(ctx, *done, res); err != nil {
-		return nil, "", err
+// batch works one claimed batch under its lease, kept by a [keeper]
+// while the actions run, and settles its outcome before it returns; the
+// outcome is written only while the lease holds. stopped reports that the
+// tick should end: its time budget is spent, or the lease ran short
+// before the batch started anything.
+func (p *Processor) batch(ctx context.Context, batch []claimed, token string, leaseEnd, start time.Time, res *Result) (stopped bool, err error) {
+	k := p.keep(ctx, token, batch, leaseEnd)
+	done, stopped, err := p.work(ctx, batch, k, start, res)
+	k.close()
+	if err == nil {
+		if err = p.settle(ctx, done, res); err != nil && ctx.Err() != nil {
+			err = errors.Join(err, p.abandon(ctx, done, res, context.Cause(ctx)))
+		}
 	}
-	*done = batchDone{}
+	k.report(res)
+	return stopped, err
+}
+
+// claim takes up to limit items due at cutoff under a fresh token, and
+// returns them earliest due first, with the end of their lease.
+func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int) (batch []claimed, token string, leaseEnd time.Time, err error) {
+	l := p.list
 	token = uuid.NewString()
 	now := p.cfg.clock.Now()
-	leaseEnd := now.Add(p.cfg.lease)
+	leaseEnd = now.Add(p.cfg.lease)
 	args := []any{l.name, sqldb.EncodeTime(cutoff), sqldb.EncodeTime(now), limit, token, sqldb.EncodeTime(leaseEnd), l.name}
 	if l.q.claimSets {
 		// PostgreSQL's claim function takes the list once.
@@ -251,12 +257,12 @@ func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int, done
 	}
 	batch, err = p.claimRows(ctx, args, leaseEnd, limit)
 	if err != nil {
-		return nil, "", fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
+		return nil, "", time.Time{}, fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
 	}
 	slices.SortFunc(batch, func(a, b claimed) int {
 		return cmp.Or(a.Due.Compare(b.Due), strings.Compare(a.ID, b.ID))
 	})
-	return batch, token, nil
+	return batch, token, leaseEnd, nil
 }
 
 // claimRows runs the claim statement with args and scans its rows.
@@ -327,46 +333,66 @@ func (p *Processor) claimRowsPostgres(ctx context.Context, args []any, leaseEnd 
 	return batch, err
 }
 
-// settle writes what is left of a batch's outcome in one transaction:
-// it deletes the done items in one statement, and adds the count of those
-// deleted and the batch's failures and parkings to the list's totals; on
-// PostgreSQL it also deletes the batch's claim row, which releases the
-// items it still held. Done items that changed hands meanwhile are kept
-// and counted as lost outcomes.
+// settle writes what is left of a batch's outcome in one transaction,
+// while the batch's lease holds: it deletes the done items in one
+// statement, and adds the count of the batch's successes and its failures
+// and parkings to the list's totals; on PostgreSQL it also deletes the
+// batch's claim row, which releases the items it still held. Done items
+// that changed hands meanwhile are kept and counted as lost outcomes.
+//
+// Every success written counts as completed, also when the action's own
+// transaction already removed the item, as a projection of the action's
+// events does. Once the lease is lost no success is written or counted:
+// another processor may have taken the items, and it is the one that
+// completes them (see [Stats]).
 func (p *Processor) settle(ctx context.Context, done batchDone, res *Result) error {
 	if done.empty() {
 		return nil
 	}
 	l := p.list
 	var (
-		n   int
-		err error
+		n    int
+		held = true
+		err  error
 	)
 	switch {
+	case done.lease.holds(p.cfg.clock.Now()) != nil:
+		// On PostgreSQL the claim row is left to lapse: the next claimer
+		// drops it. The failures were written on the items and count.
+		held = false
+		err = p.count(ctx, l.db, 0, done)
 	case l.q.claimSets:
 		settle := l.q.settle
 		if done.lapse {
 			settle = l.q.settleKeep
 		}
-		err = l.db.QueryRowContext(ctx, settle, l.name, done.token, nonNil(done.refs), nonNil(done.ids), done.failures, done.parkings, nonNil(done.versions)).Scan(&n)
+		now := sqldb.EncodeTime(p.cfg.clock.Now())
+		err = l.db.QueryRowContext(ctx, settle, l.name, done.token, nonNil(done.refs), nonNil(done.ids), done.failures, done.parkings, nonNil(done.versions), now).Scan(&n)
 	case len(done.ids) == 0:
 		err = p.count(ctx, l.db, 0, done)
 	default:
-		n, err = p.settleSQLite(ctx, done)
+		n, held, err = p.settleSQLite(ctx, done)
 	}
 	if err != nil {
 		return fmt.Errorf("todolist: remove done items of %q and count the batch: %w", l.name, err)
+	}
+	if !held {
+		res.Lost += len(done.ids)
+		return nil
 	}
 	return p.released(ctx, done, n, res)
 }
 
 // settleSQLite is settle's delete and count in a transaction: SQLite
-// cannot modify two tables in one statement.
-func (p *Processor) settleSQLite(ctx context.Context, done batchDone) (removed int, err error) {
+// cannot modify two tables in one statement. held is false, and nothing
+// written but the failures, when the lease had ended: the check is made
+// inside the write transaction, where no one else can claim (see
+// [Processor.renewClaim]).
+func (p *Processor) settleSQLite(ctx context.Context, done batchDone) (removed int, held bool, err error) {
 	l := p.list
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer func() {
 		if err == nil {
@@ -377,16 +403,19 @@ func (p *Processor) settleSQLite(ctx context.Context, done batchDone) (removed i
 			err = errors.Join(err, rbErr)
 		}
 	}()
-	r, err := p.exec(ctx, tx, removeDoneIDs, done.ids, l.name, done.token)
-	if removed, err = rowsAffected(r, err); err != nil {
-		return 0, err
+	completed := len(done.ids)
+	if held = done.lease.holds(p.cfg.clock.Now()) == nil; held {
+		r, err := p.exec(ctx, tx, removeDoneIDs, done.ids, l.name, done.token)
+		if removed, err = rowsAffected(r, err); err != nil {
+			return 0, false, err
+		}
+	} else {
+		completed = 0
 	}
-	// Every success counts, also when the action's own transaction already
-	// removed the item, as a projection of the action's events does.
-	if err := p.count(ctx, tx, len(done.ids), done); err != nil {
-		return 0, err
+	if err := p.count(ctx, tx, completed, done); err != nil {
+		return 0, false, err
 	}
-	return removed, tx.Commit()
+	return removed, held, tx.Commit()
 }
 
 // count adds completed and the batch's failures and parkings to the
@@ -419,13 +448,15 @@ func (p *Processor) released(ctx context.Context, done batchDone, n int, res *Re
 	return nil
 }
 
-// work runs the action for each item of a claimed batch and returns the
-// items that are done, for the caller to remove set-wise. It releases the
-// conflicts in one statement and the items the budget left unstarted in
+// work runs the action for each item of a claimed batch, held by k, and
+// returns the items that are done, for the caller to remove set-wise. It
+// releases the conflicts in one statement and the items left unstarted in
 // another; failures are written one by one, as each has its own attempt
-// count. stopped reports that the time budget ended the tick.
-func (p *Processor) work(ctx context.Context, batch []claimed, token string, start time.Time, res *Result) (done batchDone, stopped bool, err error) {
-	done.token = token
+// count. stopped reports that the time budget ended the tick, or that the
+// lease ran short before the batch started anything.
+func (p *Processor) work(ctx context.Context, batch []claimed, k *keeper, start time.Time, res *Result) (done batchDone, stopped bool, err error) {
+	token := k.token
+	done.token, done.lease = token, k
 	done.held = p.list.q.claimSets && len(batch) > 0
 	var conflicts, unstarted []claimed
 	for i, it := range batch {
@@ -438,11 +469,14 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 			stopped = true
 			break
 		}
-		if !p.cfg.clock.Now().Before(it.NextAttempt) {
-			// The batch's lease has ended: another processor may have
-			// claimed the rest already. They are released, and the
-			// tick goes on with a fresh claim.
+		if !k.mayStart(p.cfg.clock.Now()) {
+			// The lease is lost, or too short for an action to finish
+			// within it if renewals fail from now on: another processor
+			// may take the rest soon, or already has. They are released,
+			// and the tick goes on with a fresh claim — unless this one
+			// started nothing, which a fresh claim would repeat.
 			unstarted = batch[i:]
+			stopped = i == 0
 			break
 		}
 		actErr := p.run(ctx, it.Item)
@@ -481,7 +515,7 @@ func (p *Processor) work(ctx context.Context, batch []claimed, token string, sta
 		var err error
 		if l.q.claimSets {
 			ids, refs, versions := idsAndRefs(conflicts)
-			_, err = l.db.ExecContext(ctx, l.q.releaseConflicts, next, l.name, token, refs, ids, versions)
+			_, err = l.db.ExecContext(ctx, l.q.releaseConflicts, next, l.name, token, refs, ids, versions, sqldb.EncodeTime(p.cfg.clock.Now()))
 		} else {
 			_, err = p.exec(ctx, l.db, releaseConflictIDs, idsOf(conflicts), next, l.name, token)
 		}
@@ -579,11 +613,18 @@ func (p *Processor) abandon(ctx context.Context, done batchDone, res *Result, ca
 // It counts the attempt in done, for the list's totals.
 func (p *Processor) fail(ctx context.Context, done *batchDone, c claimed, actErr error, res *Result) error {
 	token, it := done.token, c.Item
+	now := p.cfg.clock.Now()
+	if done.lease.holds(now) != nil {
+		// Another processor may have the item already: the attempt is
+		// its to record, and an unrecorded one is tried again.
+		res.Lost++
+		return nil
+	}
 	it.Attempts++
 	it.LastError = errorText(actErr)
 	it.Parked = it.Attempts >= p.cfg.maxAttempts
 	it.Claimed = false
-	it.NextAttempt = p.cfg.clock.Now().Add(p.backoff(it.Attempts))
+	it.NextAttempt = now.Add(p.backoff(it.Attempts))
 	if it.NextAttempt.After(maxTime) {
 		// The latest instant the storage holds: near the year 2262 a
 		// long backoff would otherwise wrap around to the past.
@@ -598,6 +639,7 @@ func (p *Processor) fail(ctx context.Context, done *batchDone, c claimed, actErr
 	if l.q.claimSets {
 		args = append(args, c.ref, c.version)
 	}
+	args = append(args, sqldb.EncodeTime(now))
 	r, err := l.db.ExecContext(ctx, l.q.fail, args...)
 	if err != nil {
 		return fmt.Errorf("todolist: record failure of %q in %q: %w", it.ID, l.name, err)
@@ -607,7 +649,8 @@ func (p *Processor) fail(ctx context.Context, done *batchDone, c claimed, actErr
 	} else if n == 0 {
 		// Removed, re-claimed after the lease, or re-added: the failure
 		// belongs to the old due time, and a re-added item, which kept
-		// this claim, is released as new work.
+		// this claim, is released as new work (on PostgreSQL the
+		// statement took it out of the claim row).
 		res.Lost++
 		if l.q.claimSets {
 			return nil

@@ -149,6 +149,8 @@ type queries struct {
 	// releaseConflicts sets the conflicting items of a batch to run just
 	// past the cutoff.
 	releaseConflicts string
+	// renew extends a live claim's lease: token, now, the new end.
+	renew string
 }
 
 // The set-wise statements on a batch on SQLite, completed by
@@ -163,6 +165,10 @@ const (
 	releaseConflictIDs = `UPDATE todolist_items SET claim = '', claimed_until = 0,
 	run_at = CASE WHEN readded = 0 THEN ? ELSE run_at END
 WHERE list = ? AND claim = ? AND id IN`
+	// renewIDs extends the lease of the rows a batch still holds; the
+	// caller checked, in the same write transaction, that it had not
+	// ended (see Processor.renewClaim).
+	renewIDs = `UPDATE todolist_items SET claimed_until = ? WHERE list = ? AND claim = ? AND id IN`
 )
 
 // claimSQLite claims a batch: SQLite has one writer at a time, so the
@@ -222,9 +228,10 @@ held AS (
 SELECT id, due, attempts, last_error, ctid, xmin FROM picked`
 
 // settlePostgres builds the settle statements; held is the sub-statement
-// that proves the claim row of token $2 still exists. Its placeholders are
-// the list, the token, the done rows' ctids, IDs and versions (as text),
-// and the batch's failures and parkings.
+// that proves the claim row of token $2 still exists and its lease has not
+// ended at $8. Its placeholders are the list, the token, the done rows'
+// ctids, IDs, the batch's failures and parkings, the rows' versions and
+// the processor's now.
 //
 // The done rows are joined to the arrays by ctid, which PostgreSQL finds
 // with one TID scan per row, and must still be the version claimed (see
@@ -257,11 +264,11 @@ SELECT COUNT(*) FROM done`
 const sameRow = `t.ctid = d.ref AND t.id = d.id AND t.xmin = d.version`
 
 // heldPostgres is the existence of the claim whose token is in the given
-// placeholder, for a statement that writes an item's outcome: the lock on
-// the claim row keeps the next claimer from dropping it, once lapsed,
-// until the write is committed.
-func heldPostgres(token string) string {
-	return `SELECT 1 FROM todolist_claims WHERE token = ` + token + ` FOR SHARE`
+// placeholder and whose lease has not ended at now, for a statement that
+// writes an item's outcome: the lock on the claim row keeps the next
+// claimer from dropping it, once lapsed, until the write is committed.
+func heldPostgres(token, now string) string {
+	return `SELECT 1 FROM todolist_claims WHERE token = ` + token + ` AND until > ` + now + ` FOR SHARE`
 }
 
 // addCounts ends every write to todolist_counters: the counts are added to
@@ -295,8 +302,10 @@ WHERE list = ? AND id = ? AND parked = 1`,
 		stats:    statsQuery(`WHERE list = ?`),
 		allStats: statsQuery(``),
 		claim:    claimSQLite,
+		// The row must still carry the batch's claim, unlapsed at the
+		// processor's now (the last placeholder).
 		fail: `UPDATE todolist_items SET attempts = ?, last_error = ?, run_at = ?, parked = ?, claim = '', claimed_until = 0
-WHERE list = ? AND id = ? AND claim = ? AND readded = 0`,
+WHERE list = ? AND id = ? AND claim = ? AND readded = 0 AND claimed_until > ?`,
 		backlog: `SELECT COUNT(*) FROM todolist_items WHERE ` + ready,
 		// The list and a batch's completed items, failures and parkings.
 		count: `INSERT INTO todolist_counters (list, completed, failures, parkings) VALUES (?, ?, ?, ?)` + addCounts,
@@ -319,18 +328,25 @@ WHERE ` + readyPostgres + ` ORDER BY run_at, id LIMIT $4`
 		q.backlog = `SELECT COUNT(*) FROM todolist_items WHERE ` + readyPostgres
 		q.claim = `SELECT item_id, item_due, item_attempts, item_last_error, item_ref, item_version
 FROM todolist_claim($1, $2, $3, $4, $5, $6)`
-		q.settle = settlePostgres(`DELETE FROM todolist_claims WHERE token = $2 RETURNING 1`)
-		q.settleKeep = settlePostgres(heldPostgres("$2"))
+		q.settle = settlePostgres(`DELETE FROM todolist_claims WHERE token = $2 AND until > $8 RETURNING 1`)
+		q.settleKeep = settlePostgres(heldPostgres("$2", "$8"))
 		// The attempt, error, next run and parked flag, then the list,
-		// ID, token, ctid and version of the failed item.
-		q.fail = `WITH held AS (` + heldPostgres("$7") + `)
+		// ID, token, ctid and version of the failed item, and the
+		// processor's now. The item leaves the batch's claim row at once,
+		// so that it is retried at its backoff time even while the rest
+		// of the batch still runs, as on SQLite, where the update clears
+		// the row's claim. (The array is rewritten, but only on a
+		// failure.)
+		q.fail = `WITH held AS (
+	UPDATE todolist_claims SET ids = array_remove(ids, $6::text) WHERE token = $7 AND until > $10 RETURNING 1)
 UPDATE todolist_items AS t SET attempts = $1, last_error = $2, run_at = $3, parked = $4
 FROM (SELECT $8::tid AS ref, $6::text AS id, $9::xid AS version) AS d
 WHERE ` + sameRow + ` AND t.list = $5 AND EXISTS (SELECT 1 FROM held)`
+		q.renew = `UPDATE todolist_claims SET until = $3 WHERE token = $1 AND until > $2`
 		// The next run, the list, the token, then the conflicting rows'
 		// ctids, IDs and versions. A re-added row is a new version and
 		// keeps its own due time.
-		q.releaseConflicts = `WITH held AS (` + heldPostgres("$3") + `)
+		q.releaseConflicts = `WITH held AS (` + heldPostgres("$3", "$7") + `)
 UPDATE todolist_items AS t SET run_at = $1
 FROM unnest($4::tid[], $5::text[], $6::xid[]) AS d(ref, id, version)
 WHERE ` + sameRow + ` AND t.list = $2 AND EXISTS (SELECT 1 FROM held)`
