@@ -30,7 +30,8 @@
 //   - a publish or store error leaves the cursor on the last published
 //     boundary; the failed one is retried after a backoff (WithRetryBackoff)
 //     or at the next boundary, whichever is sooner (at-least-once), and the
-//     failure is counted (Stats) and reported (Observer);
+//     failure is counted (Stats) and reported (Observer), and Health
+//     says what failed and since when until a pass succeeds again;
 //   - a clock going backwards emits nothing twice;
 //   - with WithLease, replicas sharing a SQL store elect one emitter through
 //     a lease with a fencing term, renewed every third of its ttl and

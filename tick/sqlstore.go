@@ -43,6 +43,12 @@ CREATE TABLE tick_lease (
 // when they do not exist. db is any handle opened on SQLite
 // (mattn/go-sqlite3) or PostgreSQL (pgx's "pgx" driver); the caller keeps
 // ownership and closes it.
+//
+// Open SQLite through sqldb.Open: its connections leave the pool once SQLite
+// opened them read-only (the file or disk was read-only for a while), so
+// the ticker's writes, which fail meanwhile (see Ticker.Health), succeed
+// again once the file is writable. A handle from sqlx.Open("sqlite3", …)
+// may keep such a connection, and fail, for good.
 func NewSQLStore(ctx context.Context, db *sqlx.DB) (*SQLStore, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: NewSQLStore: db must not be nil", ErrInvalidOption)

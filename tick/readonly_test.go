@@ -1,0 +1,104 @@
+package tick
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/internal/sqldbtest"
+)
+
+// makeReadOnly makes the file at path unwritable to this process until the
+// returned function is called, and skips the test when that cannot be done
+// here: chmod for an ordinary user, chattr +i for root, whom no mode stops.
+// An open for writing is tried afterwards, so the test runs only when the
+// file really is read-only. (internal/sqldb's tests have the same helper.)
+func makeReadOnly(t *testing.T, path string) (restore func()) {
+	t.Helper()
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(path, 0o444))
+	immutable := false
+	restore = func() {
+		if immutable {
+			require.NoError(t, exec.Command("chattr", "-i", path).Run())
+			immutable = false
+		}
+		require.NoError(t, os.Chmod(path, info.Mode().Perm()))
+	}
+	t.Cleanup(func() {
+		if immutable {
+			_ = exec.Command("chattr", "-i", path).Run()
+		}
+	})
+	if !writable(path) {
+		return restore
+	}
+	out, err := exec.Command("chattr", "+i", path).CombinedOutput()
+	if err == nil {
+		immutable = true
+	}
+	if writable(path) {
+		restore()
+		t.Skipf("cannot make %s read-only for this process (chmod 0444 does not stop root; chattr +i: %v %s)", path, err, out)
+	}
+	return restore
+}
+
+func writable(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	_ = f.Close()
+	return true
+}
+
+// TestTickerRecoversWhenTheDatabaseIsWritableAgain makes the SQLite file
+// read-only while the ticker runs: the pass fails and Health says why and
+// since when; once the file is writable again the retry succeeds — its
+// connection is not the read-only one — and Health is nil again.
+func TestTickerRecoversWhenTheDatabaseIsWritableAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, path := sqldbtest.SQLite(t)
+	store, err := NewSQLStore(ctx, db.DB)
+	require.NoError(t, err)
+	// One connection: the one opened while the file is read-only is the
+	// one every later call would get from the pool.
+	db.SetMaxOpenConns(1)
+	clock := clockwork.NewFakeClockAt(epoch)
+	tk, rec := setup(t, clock, store, WithUnits(Minute), WithRetryBackoff(time.Second, time.Minute))
+	advance(t, clock, 0, tk) // the first pass records the start
+	require.NoError(t, tk.Health())
+
+	db.SetMaxIdleConns(0) // close the writable connection while the ticker waits
+	db.SetMaxIdleConns(1)
+	restore := makeReadOnly(t, path)
+	advance(t, clock, 30*time.Second, tk) // 00:01:00: published, the cursor write fails
+	failedAt := clock.Now()
+	err = tk.Health()
+	require.ErrorIs(t, err, ErrUnhealthy)
+	require.ErrorContains(t, err, "readonly database")
+	require.ErrorContains(t, err, "since "+FormatTime(failedAt))
+	require.Equal(t, int64(1), tk.Stats().StoreFailures)
+
+	restore()
+	advance(t, clock, time.Second, tk) // the retry
+	require.NoError(t, tk.Health(), "the retry wrote the cursor")
+	m1 := epoch.Truncate(time.Minute).Add(time.Minute)
+	cur, err := store.Cursor(ctx, Minute)
+	require.NoError(t, err)
+	require.True(t, cur.Equal(m1), "cursor %v", cur)
+	events, _ := rec.take()
+	require.Equal(t, []time.Time{m1, m1}, boundaries(events), "published again by the retry: at least once")
+
+	advance(t, clock, time.Minute-time.Second, tk)
+	events, _ = rec.take()
+	require.Equal(t, []time.Time{m1.Add(time.Minute)}, boundaries(events), "emitting as before")
+}
