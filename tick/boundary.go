@@ -2,12 +2,13 @@ package tick
 
 import (
 	"iter"
-	"math"
 	"time"
+
+	"github.com/passage-of-time/passage/internal/zone"
 )
 
 // Boundaries are computed by calendar arithmetic on the zone's offset
-// segments (see segment), never by stepping a clock: every answer is exact
+// segments (zone.Segment), never by stepping a clock: every answer is exact
 // for any instant, across DST in both directions, offsets of 30 or 45
 // minutes or of seconds (local mean time), dates whose midnight does not
 // exist and dates a zone skipped entirely (Pacific/Apia, 2011-12-30). Every
@@ -111,9 +112,9 @@ func wallPeriod(u Unit) (int64, bool) {
 func nextWall(t time.Time, period int64, loc *time.Location) time.Time {
 	a := t.Unix() + 1 // candidates are whole seconds; this is the first one after t
 	for {
-		off, end := segment(a, loc)
+		off, end := zone.Segment(a, loc)
 		c := ceilDiv(a+off, period)*period - off
-		if end == noEnd || c < end {
+		if end == zone.NoEnd || c < end {
 			return time.Unix(c, 0).In(loc)
 		}
 		a = end
@@ -181,9 +182,6 @@ func (p period) step(u Unit, n int) period {
 	return period{p.date.AddDate(0, 0, n)}
 }
 
-// maxOffset bounds any zone's distance from UTC (tzdata stays within ±16h).
-const maxOffset = 26 * 3600
-
 // start returns the first instant whose local date is on or after the
 // period's first date: local midnight when it exists, otherwise the first
 // instant after the gap. Local time within one offset segment is instant +
@@ -191,71 +189,13 @@ const maxOffset = 26 * 3600
 // to be earlier.
 func (p period) start(loc *time.Location) time.Time {
 	midnight := p.date.Unix() // local seconds of the date's 00:00
-	a := midnight - maxOffset
+	a := midnight - zone.MaxOffset
 	for {
-		off, end := segment(a, loc)
+		off, end := zone.Segment(a, loc)
 		c := max(a, midnight-off)
-		if end == noEnd || c < end {
+		if end == zone.NoEnd || c < end {
 			return time.Unix(c, 0).In(loc)
 		}
 		a = end
 	}
-}
-
-// noEnd is segment's end for an offset that never changes again.
-const noEnd = math.MaxInt64
-
-// segment returns loc's UTC offset at the Unix second a, in seconds, and
-// the first second after a at which it may change (noEnd when it never
-// does): the offset is the same throughout [a, end).
-//
-// time.Time.ZoneBounds gives the end, except where it cannot be trusted.
-// After a zone's last listed transition the standard library derives
-// offsets from the POSIX rule at the end of the tz file, and the bound it
-// reports there after the year's last change is "365 days after the year
-// began": a day early in leap years, so from Dec 31 on the end it gives is
-// behind the instant asked about — a walk that trusted it would step back
-// forever (Europe/Warsaw from 2040-12-31 with the system's tzdata, from
-// 2024-12-31 with Go's embedded copy, whose listed transitions stop
-// earlier). Such a bound is replaced by a search for the next change.
-func segment(a int64, loc *time.Location) (off, end int64) {
-	lt := time.Unix(a, 0).In(loc)
-	_, o := lt.Zone()
-	_, e := lt.ZoneBounds()
-	switch {
-	case e.IsZero():
-		return int64(o), noEnd
-	case e.Unix() > a:
-		return int64(o), e.Unix()
-	}
-	return int64(o), nextChange(a, o, loc)
-}
-
-// nextChange returns the first second after a whose offset differs from
-// off, looking up to two days ahead, or the second two days ahead when the
-// offset held throughout (a place to look again from, not a change). It
-// is only asked where a zone follows its POSIX rule, whose changes are
-// months apart, so hourly probes cannot step over two of them.
-func nextChange(a int64, off int, loc *time.Location) int64 {
-	const probe, horizon = 3600, 2 * 86400
-	offsetAt := func(s int64) int {
-		_, o := time.Unix(s, 0).In(loc).Zone()
-		return o
-	}
-	for lo := a; lo < a+horizon; lo += probe {
-		hi := lo + probe
-		if offsetAt(hi) == off {
-			continue
-		}
-		for hi-lo > 1 { // offsetAt(lo) == off, offsetAt(hi) != off
-			mid := lo + (hi-lo)/2
-			if offsetAt(mid) == off {
-				lo = mid
-			} else {
-				hi = mid
-			}
-		}
-		return hi
-	}
-	return a + horizon
 }
