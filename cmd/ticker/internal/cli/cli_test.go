@@ -152,7 +152,7 @@ func TestRunPublishesJSONLinesAndSavesTheCursorOnSignal(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(status.stdout), &report))
 	require.Len(t, report.Units, 1)
 	require.Equal(t, "minute", report.Units[0].Unit)
-	require.True(t, report.Units[0].Cursor.Equal(*recs[2].Boundary), "the cursor was saved at the last emitted boundary")
+	require.True(t, report.Units[0].Cursor.Equal(recs[2].Boundary.Time), "the cursor was saved at the last emitted boundary")
 }
 
 func TestOnceTwiceEmitsExactlyTheBoundariesInBetween(t *testing.T) {

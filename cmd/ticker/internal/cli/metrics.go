@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/tick"
 	"github.com/passage-of-time/passage/todolist"
 )
@@ -65,9 +65,17 @@ func (m *metrics) observer() tick.Observer {
 	}
 }
 
-func (m *metrics) handler(db *sqlx.DB, clock clockwork.Clock) http.Handler {
+// handler serves /healthz and /metrics. Both only read: /healthz asks the
+// ticker whether its last pass worked and pings the database; /metrics
+// reads the to-do lists with plain SELECTs (readonly.go), never migrating
+// or taking the write lock.
+func (m *metrics) handler(ticker *tick.Ticker, db *sqldb.DB, clock clockwork.Clock) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := ticker.Health(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		if err := db.PingContext(r.Context()); err != nil {
 			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
 			return
@@ -77,7 +85,11 @@ func (m *metrics) handler(db *sqlx.DB, clock clockwork.Clock) http.Handler {
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		m.write(w)
-		lists, err := todolist.AllStats(r.Context(), db, clock.Now())
+		tables, err := tablesIn(r.Context(), db, db.Dialect)
+		var lists []todolist.ListStats
+		if err == nil {
+			lists, err = readListStats(r.Context(), db, tables, clock.Now())
+		}
 		if err != nil {
 			fmt.Fprintf(w, "# to-do lists unavailable: %v\n", err)
 			return
@@ -85,6 +97,44 @@ func (m *metrics) handler(db *sqlx.DB, clock clockwork.Clock) http.Handler {
 		writeListMetrics(w, lists)
 	})
 	return mux
+}
+
+// summary is the line "run --once" prints: what it emitted and where the
+// cursors stand, or, on a first run, that it only recorded where they start.
+func (m *metrics) summary(before, after map[tick.Unit]time.Time, loc *time.Location) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var emitted, skipped int64
+	var perUnit, cursors, started []string
+	for _, u := range tick.Units() {
+		emitted += m.emitted[u]
+		skipped += m.skipped[u]
+		if m.emitted[u] > 0 {
+			perUnit = append(perUnit, fmt.Sprintf("%s %d", u, m.emitted[u]))
+		}
+		c, ok := after[u]
+		if !ok {
+			continue
+		}
+		cursors = append(cursors, fmt.Sprintf("%s %s", u, tick.FormatTime(c.In(loc))))
+		if _, had := before[u]; !had {
+			started = append(started, string(u))
+		}
+	}
+	line := fmt.Sprintf("once: emitted %d events", emitted)
+	if len(perUnit) > 0 {
+		line += " (" + strings.Join(perUnit, ", ") + ")"
+	}
+	if skipped > 0 {
+		line += fmt.Sprintf(", skipped %d boundaries (reported as TicksSkipped)", skipped)
+	}
+	if len(started) > 0 {
+		line += "; first run for " + strings.Join(started, ", ") + ": the cursor starts at the latest boundary and the next run emits what passes after it"
+	}
+	if len(cursors) > 0 {
+		line += "; cursors at " + strings.Join(cursors, ", ")
+	}
+	return line + "; lease released"
 }
 
 func (m *metrics) write(w http.ResponseWriter) {

@@ -13,7 +13,7 @@ func previewCommand(_ context.Context, env Env, args []string) error {
 	fs := newFlagSet(env, "preview", "--unit day --tz Europe/Warsaw [--from T] [-n 10]")
 	unitName := fs.String("unit", "day", "unit: minute, hour, day, week, month, quarter or year")
 	tz := fs.String("tz", "UTC", "IANA time zone the boundaries are computed in")
-	from := fs.String("from", "", "list the boundaries after this instant (RFC 3339, or a local date/time in --tz); default now")
+	from := fs.String("from", "", "list the boundaries after this time, default now: "+timeRule)
 	n := fs.Int("n", 10, "how many boundaries to list (1–10000)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -36,13 +36,17 @@ func previewCommand(_ context.Context, env Env, args []string) error {
 		}
 	}
 
-	fmt.Fprintf(env.Stdout, "Next %d %s boundaries in %s after %s:\n", *n, unit, loc, start.Format(time.RFC3339))
+	nextBoundary := env.next
+	if nextBoundary == nil {
+		nextBoundary = tick.Next
+	}
+	fmt.Fprintf(env.Stdout, "Next %d %s boundaries in %s after %s:\n", *n, unit, loc, tick.FormatTime(start))
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BOUNDARY\tWEEKDAY\tLENGTH\tNOTE")
-	b := tick.Next(unit, start, loc)
+	b := nextBoundary(unit, start, loc)
 	for range *n {
-		next := tick.Next(unit, b, loc)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", b.Format(time.RFC3339), b.Format("Mon"), next.Sub(b), note(b, next))
+		next := nextBoundary(unit, b, loc)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", tick.FormatTime(b), b.Format("Mon"), next.Sub(b), note(b, next))
 		b = next
 	}
 	return tw.Flush()
@@ -55,7 +59,7 @@ func note(b, next time.Time) string {
 	_, nextOff := next.Zone()
 	switch {
 	case off != nextOff:
-		return fmt.Sprintf("UTC offset changes %s → %s", b.Format("-07:00"), next.Format("-07:00"))
+		return fmt.Sprintf("UTC offset changes %s → %s", offset(b), offset(next))
 	case b.Hour() != 0 && (next.Sub(b) >= 23*time.Hour):
 		return "local midnight does not exist; the period starts at " + b.Format("15:04")
 	}

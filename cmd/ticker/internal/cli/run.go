@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
@@ -43,18 +43,18 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	fs.StringVar(&f.units, "units", "minute,hour,day", "comma-separated units to publish")
 	fs.StringVar(&f.tz, "tz", "UTC", "IANA time zone boundaries are computed in")
 	fs.StringVar(&f.catchUp, "catch-up", "", "per-unit catch-up policy after downtime, e.g. minute=latest,hour=all,day=skip (all, latest or skip; default all)")
-	fs.DurationVar(&f.window, "catch-up-window", 7*24*time.Hour, "policy all: emit missed boundaries at most this old")
-	fs.IntVar(&f.max, "catch-up-max", 10080, "policy all: emit at most this many missed boundaries per unit")
+	fs.DurationVar(&f.window, "catch-up-window", 7*24*time.Hour, fmt.Sprintf("policy all: emit missed boundaries at most this old (%s to %s)", bounds["catch-up-window"].min, bounds["catch-up-window"].max))
+	fs.IntVar(&f.max, "catch-up-max", 10080, fmt.Sprintf("policy all: emit at most this many missed boundaries per unit (1 to %d)", maxCatchUpMax))
 	fs.Var(&f.webhooks, "webhook", "POST each event as JSON to this http(s) URL (repeatable); replaces stdout unless --stdout")
 	fs.StringVar(&f.secretEnv, "webhook-secret-env", "PASSAGE_WEBHOOK_SECRET", "environment variable holding the HMAC-SHA256 secret signing webhook bodies")
-	fs.IntVar(&f.attempts, "webhook-attempts", 5, "tries per event before the ticker keeps its cursor and offers the event again at its next wake-up")
-	fs.DurationVar(&f.backoff, "webhook-backoff", 200*time.Millisecond, "wait after a failed webhook request, doubled per retry up to 10s")
+	fs.IntVar(&f.attempts, "webhook-attempts", 5, fmt.Sprintf("tries per event before the ticker keeps its cursor and offers the event again at its next wake-up (1 to %d)", maxWebhookAttempts))
+	fs.DurationVar(&f.backoff, "webhook-backoff", 200*time.Millisecond, fmt.Sprintf("wait after a failed webhook request, doubled per retry up to 10s (%s to %s)", bounds["webhook-backoff"].min, bounds["webhook-backoff"].max))
 	fs.BoolVar(&f.stdout, "stdout", false, "also write JSON lines to stdout when --webhook is given")
-	fs.BoolVar(&f.once, "once", false, "emit whatever is due up to now, then exit (for an external timer)")
-	fs.StringVar(&f.until, "until", "", "backfill every boundary up to this instant (not in the future), then exit")
-	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz and /metrics on this address, e.g. 127.0.0.1:9090")
+	fs.BoolVar(&f.once, "once", false, "emit whatever is due up to now, release the lease, print one line of what was done on stderr, and exit (for an external timer)")
+	fs.StringVar(&f.until, "until", "", "backfill every boundary up to this time (not in the future; behind every cursor is a no-op, said so), release the lease and exit; "+timeRule)
+	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz and /metrics on this address, e.g. 127.0.0.1:9090 (not with --once or --until)")
 	fs.StringVar(&f.holder, "holder", "", "lease holder id among replicas (default host:pid, or host with --once/--until)")
-	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, "how long a dead replica's lease blocks the others")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, fmt.Sprintf("how long a dead replica's lease blocks the others (%s to %s)", bounds["lease-ttl"].min, bounds["lease-ttl"].max))
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -64,21 +64,31 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	backfill := f.until != ""
 	var until time.Time
-	if f.until != "" {
+	if backfill {
 		if f.once {
-			return usagef("--once and --until: choose one")
+			return usagef("--once and --until %q: choose one", f.until)
 		}
 		loc, _ := loadLocation(f.tz) // already checked by tickerOptions
 		if until, err = parseTime("until", f.until, loc); err != nil {
 			return err
 		}
+		// Cursors are stored as nanoseconds since 1970 in an int64; an
+		// --until outside those years (0001-01-01 is the zero time) is
+		// behind or beyond anything a ticker can have recorded.
+		if until.Before(minStorable) || until.After(maxStorable) {
+			return usagef("--until %q: outside the years a cursor can hold (%d to %d)", f.until, minStorable.Year(), maxStorable.Year())
+		}
 		if until.After(clock.Now()) {
-			return usagef("--until %s is in the future (now is %s)", until.Format(time.RFC3339), clock.Now().In(loc).Format(time.RFC3339))
+			return usagef("--until %s is in the future (now is %s)", tick.FormatTime(until), tick.FormatTime(clock.Now().In(loc)))
 		}
 	}
 	if f.httpAddr != "" {
-		if _, _, err := net.SplitHostPort(f.httpAddr); err != nil {
+		if f.once || backfill {
+			return usagef("--http %q: serves only while \"ticker run\" keeps running, not with --once or --until", f.httpAddr)
+		}
+		if _, err := net.ResolveTCPAddr("tcp", f.httpAddr); err != nil || !strings.Contains(f.httpAddr, ":") {
 			return usagef("--http %q: want host:port, e.g. 127.0.0.1:9090", f.httpAddr)
 		}
 	}
@@ -100,37 +110,98 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	opts = append(opts,
 		tick.WithLease(f.holderID(), f.leaseTTL),
 		tick.WithObserver(metrics.observer()),
-		tick.WithLogger(slog.New(slog.NewTextHandler(env.Stderr, nil))),
+		tick.WithLogger(slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{ReplaceAttr: losslessTimes}))),
 	)
 	ticker, err := tick.New(pub, store, opts...)
-	if err != nil {
+	if errors.Is(err, tick.ErrInvalidOption) {
 		return usageError{err}
+	}
+	if err != nil {
+		return err
 	}
 
 	switch {
 	case f.once:
-		return ticker.EmitDue(ctx)
-	case !until.IsZero():
+		loc, _ := loadLocation(f.tz) // already checked by tickerOptions
+		return once(ctx, env, ticker, store, metrics, f.holderID(), loc)
+	case backfill:
 		err := ticker.EmitUntil(ctx, until)
+		err = errors.Join(err, releaseLease(ctx, store, f.holderID()))
 		if errors.Is(err, tick.ErrNothingToBackfill) {
 			// Running the same backfill twice is harmless: say so, exit 0.
-			fmt.Fprintf(env.Stderr, "nothing to backfill up to %s: %v\n", until.Format(time.RFC3339), err)
+			fmt.Fprintf(env.Stderr, "nothing to backfill up to %s: %v\n", tick.FormatTime(until), err)
 			return nil
 		}
 		return err
 	}
-	return serve(ctx, env, ticker, db.DB, metrics, f.httpAddr, clock)
+	return serve(ctx, env, ticker, db, metrics, f.httpAddr, clock)
+}
+
+// The years sqldb.EncodeTime stores exactly.
+var (
+	minStorable = time.Unix(0, math.MinInt64).UTC()
+	maxStorable = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// once is "run --once": one pass, the lease released so that a timer on
+// another host can emit a moment later, and one line on stderr saying what
+// was done (stdout carries only events).
+func once(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStore, m *metrics, holder string, loc *time.Location) error {
+	before, err := store.Cursors(ctx)
+	if err != nil {
+		return fmt.Errorf("read cursors: %w", err)
+	}
+	err = ticker.EmitDue(ctx)
+	released := releaseLease(ctx, store, holder)
+	if err := errors.Join(err, released); err != nil {
+		return err
+	}
+	after, err := store.Cursors(ctx)
+	if err != nil {
+		return fmt.Errorf("read cursors: %w", err)
+	}
+	fmt.Fprintln(env.Stderr, m.summary(before, after, loc))
+	return nil
+}
+
+// releaseLease gives up the lease if holder holds it: tick.Ticker.Stop
+// releases the lease of a started ticker, but EmitDue and EmitUntil run
+// without one and leave it to lapse after --lease-ttl. It runs even when
+// ctx was cancelled (a signal), within a bound of its own.
+func releaseLease(ctx context.Context, store *tick.SQLStore, holder string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	lease, err := store.Lease(ctx)
+	if err != nil {
+		return fmt.Errorf("release the lease: %w", err)
+	}
+	if lease.Holder != holder {
+		return nil
+	}
+	if err := store.ReleaseLease(ctx, holder, lease.Term); err != nil {
+		return fmt.Errorf("release the lease: %w", err)
+	}
+	return nil
+}
+
+// losslessTimes prints the times in log records with tick.FormatTime:
+// slog's own format drops an offset's seconds.
+func losslessTimes(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindTime {
+		return slog.String(a.Key, tick.FormatTime(a.Value.Time()))
+	}
+	return a
 }
 
 // serve runs the ticker until ctx ends, then stops it gracefully.
-func serve(ctx context.Context, env Env, ticker *tick.Ticker, db *sqlx.DB, m *metrics, addr string, clock clockwork.Clock) error {
+func serve(ctx context.Context, env Env, ticker *tick.Ticker, db *sqldb.DB, m *metrics, addr string, clock clockwork.Clock) error {
 	var srv *http.Server
 	if addr != "" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("--http %s: %w", addr, err)
 		}
-		srv = &http.Server{Handler: m.handler(db, clock), ReadHeaderTimeout: 5 * time.Second}
+		srv = &http.Server{Handler: m.handler(ticker, db, clock), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		fmt.Fprintf(env.Stderr, "serving /healthz and /metrics on http://%s\n", ln.Addr())
 	}
@@ -156,6 +227,25 @@ func serve(ctx context.Context, env Env, ticker *tick.Ticker, db *sqlx.DB, m *me
 	return errors.Join(errs...)
 }
 
+// bounds are the ranges of the duration flags. Outside them a value is
+// not a setting but a mistake: a lease of a nanosecond is renewed in a
+// busy loop, and durations of centuries overflow the time arithmetic
+// into the past.
+var bounds = map[string]struct {
+	min, max time.Duration
+	why      string
+}{
+	"catch-up-window": {time.Minute, 10 * 366 * 24 * time.Hour, "how far back missed boundaries are emitted"},
+	"lease-ttl":       {time.Second, 24 * time.Hour, "the lease is renewed every third of it"},
+	"webhook-backoff": {time.Millisecond, 10 * time.Minute, "the first wait after a failed request"},
+}
+
+// Upper bounds of the count flags.
+const (
+	maxCatchUpMax      = 10_000_000
+	maxWebhookAttempts = 100
+)
+
 func (f *runFlags) tickerOptions(clock clockwork.Clock) ([]tick.Option, error) {
 	loc, err := loadLocation(f.tz)
 	if err != nil {
@@ -165,17 +255,19 @@ func (f *runFlags) tickerOptions(clock clockwork.Clock) ([]tick.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.window <= 0 {
-		return nil, usagef("--catch-up-window %s: must be positive", f.window)
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{{"catch-up-window", f.window}, {"lease-ttl", f.leaseTTL}, {"webhook-backoff", f.backoff}} {
+		if b := bounds[d.name]; d.value < b.min || d.value > b.max {
+			return nil, usagef("--%s %s: must be between %s and %s (%s)", d.name, d.value, b.min, b.max, b.why)
+		}
 	}
-	if f.max <= 0 {
-		return nil, usagef("--catch-up-max %d: must be positive", f.max)
+	if f.max < 1 || f.max > maxCatchUpMax {
+		return nil, usagef("--catch-up-max %d: must be between 1 and %d", f.max, maxCatchUpMax)
 	}
-	if f.attempts <= 0 || f.backoff <= 0 {
-		return nil, usagef("--webhook-attempts and --webhook-backoff must be positive")
-	}
-	if f.leaseTTL <= 0 {
-		return nil, usagef("--lease-ttl %s: must be positive", f.leaseTTL)
+	if f.attempts < 1 || f.attempts > maxWebhookAttempts {
+		return nil, usagef("--webhook-attempts %d: must be between 1 and %d", f.attempts, maxWebhookAttempts)
 	}
 	opts := []tick.Option{tick.WithClock(clock), tick.WithLocation(loc), tick.WithUnits(units...)}
 	policies, err := parseCatchUp(f.catchUp, units, tick.All{Window: f.window, Max: f.max})

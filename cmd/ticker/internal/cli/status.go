@@ -2,19 +2,21 @@ package cli
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
+	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
 	"github.com/passage-of-time/passage/tick"
-	"github.com/passage-of-time/passage/todolist"
 )
 
-// statusReport is what "ticker status --json" prints.
+// statusReport is what "ticker status --json" prints; its instants are
+// sink.Times, lossless like the events.
 type statusReport struct {
-	Now      time.Time    `json:"now"`
+	Now      sink.Time    `json:"now"`
 	Warnings []string     `json:"warnings"`
 	Units    []unitStatus `json:"units"`
 	Lease    *leaseStatus `json:"lease"`
@@ -23,15 +25,15 @@ type statusReport struct {
 
 type unitStatus struct {
 	Unit   tick.Unit  `json:"unit"`
-	Cursor *time.Time `json:"cursor"`
-	Next   time.Time  `json:"next_boundary"`
+	Cursor *sink.Time `json:"cursor"`
+	Next   sink.Time  `json:"next_boundary"`
 	Behind int        `json:"behind"` // boundaries in (cursor, now], capped at behindCap
 }
 
 type leaseStatus struct {
 	Holder  string    `json:"holder"`
 	Term    int64     `json:"term"`
-	Expires time.Time `json:"expires"`
+	Expires sink.Time `json:"expires"`
 	Live    bool      `json:"live"`
 }
 
@@ -40,7 +42,7 @@ type listStatus struct {
 	Pending   int        `json:"pending"`
 	Due       int        `json:"due_now"`
 	Parked    int        `json:"parked"`
-	OldestDue *time.Time `json:"oldest_due"`
+	OldestDue *sink.Time `json:"oldest_due"`
 	Lag       string     `json:"lag"`
 	Completed int64      `json:"completed_total"`
 	Failures  int64      `json:"failures_total"`
@@ -52,7 +54,7 @@ const behindCap = 100000
 
 func statusCommand(ctx context.Context, env Env, args []string) error {
 	fs := newFlagSet(env, "status", "[--db passage.db] [--tz UTC] [--json]")
-	dsn := fs.String("db", "passage.db", "SQLite file or postgres:// DSN the ticker runs on")
+	dsn := fs.String("db", "passage.db", "SQLite file or postgres:// DSN the ticker runs on, opened read-only: status never creates, migrates or locks it")
 	tz := fs.String("tz", "UTC", "IANA time zone to compute and show boundaries in")
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
 	if err := parse(fs, args); err != nil {
@@ -62,22 +64,35 @@ func statusCommand(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := openDB(ctx, *dsn)
+	// Read-only: status never migrates, never takes the write lock and
+	// never creates a file or a table (readonly.go).
+	db, err := openReadOnly(ctx, *dsn)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	store, err := tick.NewSQLStore(ctx, db.DB)
+	// One read-only transaction: a consistent snapshot, deferred on
+	// SQLite (a reader, which never waits for WAL writers) and READ ONLY
+	// on PostgreSQL.
+	tx, err := db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: db.IsPostgres()})
 	if err != nil {
-		return fmt.Errorf("read cursors in %s: %w", *dsn, err)
+		return fmt.Errorf("read %s: %w", *dsn, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	tables, err := tablesIn(ctx, tx, db.Dialect)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", *dsn, err)
+	}
+	if !hasState(tables) {
+		return fmt.Errorf("--db %s: %w", *dsn, errNoState)
 	}
 	now := env.clock().Now().In(loc)
 	// Empty lists, not null, so JSON consumers can iterate without checks.
-	report := statusReport{Now: now, Warnings: []string{}, Units: []unitStatus{}, Lists: []listStatus{}}
+	report := statusReport{Now: sink.Time{Time: now}, Warnings: []string{}, Units: []unitStatus{}, Lists: []listStatus{}}
 
-	cursors, err := store.Cursors(ctx)
+	cursors, err := readCursors(ctx, tx, tables)
 	if err != nil {
-		return fmt.Errorf("read cursors: %w", err)
+		return err
 	}
 	for _, u := range tick.Units() {
 		c, ok := cursors[u]
@@ -89,26 +104,26 @@ func statusCommand(ctx context.Context, env Env, args []string) error {
 			// The ticker ran in another zone: next boundaries computed
 			// here would be wrong, so say so rather than mislead.
 			report.Warnings = append(report.Warnings, fmt.Sprintf(
-				"the %s cursor %s is not on a boundary of unit %s in %s: pass the --tz the ticker runs with", u, c.Format(time.RFC3339), u, loc))
+				"the %s cursor %s is not on a boundary of unit %s in %s: pass the --tz the ticker runs with", u, tick.FormatTime(c), u, loc))
 		}
-		report.Units = append(report.Units, unitStatus{Unit: u, Cursor: &c, Next: tick.Next(u, c, loc), Behind: behind(u, c, now, loc)})
+		report.Units = append(report.Units, unitStatus{Unit: u, Cursor: sink.TimeOf(c), Next: sink.Time{Time: tick.Next(u, c, loc)}, Behind: behind(u, c, now, loc)})
 	}
-	lease, err := store.Lease(ctx)
+	lease, err := readLease(ctx, tx, tables)
 	if err != nil {
-		return fmt.Errorf("read lease: %w", err)
+		return err
 	}
 	if lease.Holder != "" {
-		report.Lease = &leaseStatus{Holder: lease.Holder, Term: lease.Term, Expires: lease.Expires.In(loc), Live: lease.Expires.After(now)}
+		report.Lease = &leaseStatus{Holder: lease.Holder, Term: lease.Term, Expires: sink.Time{Time: lease.Expires.In(loc)}, Live: lease.Expires.After(now)}
 	}
-	lists, err := todolist.AllStats(ctx, db.DB, now)
+	lists, err := readListStats(ctx, tx, tables, now)
 	if err != nil {
-		return fmt.Errorf("read to-do lists: %w", err)
+		return err
 	}
 	for _, l := range lists {
 		s := listStatus{Name: l.Name, Pending: l.Pending, Due: l.Due, Parked: l.Parked, Lag: "-", Completed: l.Completed, Failures: l.Failures}
 		if !l.OldestDue.IsZero() {
 			oldest := l.OldestDue.In(loc)
-			s.OldestDue = &oldest
+			s.OldestDue = sink.TimeOf(oldest)
 			s.Lag = now.Sub(oldest).Round(time.Second).String()
 		}
 		report.Lists = append(report.Lists, s)
@@ -134,7 +149,7 @@ func behind(u tick.Unit, cursor, now time.Time, loc *time.Location) int {
 
 func printStatus(env Env, r statusReport) error {
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "now %s\n\n", r.Now.Format(time.RFC3339))
+	fmt.Fprintf(tw, "now %s\n\n", tick.FormatTime(r.Now.Time))
 	for _, w := range r.Warnings {
 		fmt.Fprintf(tw, "warning: %s\n\n", w)
 	}
@@ -147,7 +162,7 @@ func printStatus(env Env, r statusReport) error {
 			if u.Behind >= behindCap {
 				behind += "+"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Unit, u.Cursor.Format(time.RFC3339), u.Next.Format(time.RFC3339), behind)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Unit, tick.FormatTime(u.Cursor.Time), tick.FormatTime(u.Next.Time), behind)
 		}
 	}
 	fmt.Fprintln(tw)
@@ -158,7 +173,7 @@ func printStatus(env Env, r statusReport) error {
 		if r.Lease.Live {
 			state = "live"
 		}
-		fmt.Fprintf(tw, "lease: %s (term %d, %s until %s)\n", r.Lease.Holder, r.Lease.Term, state, r.Lease.Expires.Format(time.RFC3339))
+		fmt.Fprintf(tw, "lease: %s (term %d, %s until %s)\n", r.Lease.Holder, r.Lease.Term, state, tick.FormatTime(r.Lease.Expires.Time))
 	}
 	fmt.Fprintln(tw)
 	if len(r.Lists) == 0 {
@@ -168,7 +183,7 @@ func printStatus(env Env, r statusReport) error {
 		for _, l := range r.Lists {
 			oldest := "-"
 			if l.OldestDue != nil {
-				oldest = l.OldestDue.Format(time.RFC3339)
+				oldest = tick.FormatTime(l.OldestDue.Time)
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\n", l.Name, l.Pending, l.Due, l.Parked, oldest, l.Lag, l.Completed, l.Failures)
 		}

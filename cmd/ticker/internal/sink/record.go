@@ -12,19 +12,20 @@ import (
 // Record is the JSON form of what a ticker publishes, one object per event.
 // A passage-of-time event fills Boundary, Previous (null for the first) and
 // CatchUp; a tick.TicksSkipped report (type "TicksSkipped") fills From, To,
-// Count and Policy instead.
+// Count and Policy instead. Instants are [Time]s: lossless, with the
+// offset's seconds when the zone has them.
 type Record struct {
-	Type      string     `json:"type"`
-	ID        string     `json:"id"`
-	Unit      tick.Unit  `json:"unit"`
-	Boundary  *time.Time `json:"boundary,omitempty"`
-	Previous  *time.Time `json:"previous"`
-	EmittedAt time.Time  `json:"emitted_at"`
-	CatchUp   bool       `json:"catch_up"`
-	From      *time.Time `json:"from,omitempty"`
-	To        *time.Time `json:"to,omitempty"`
-	Count     int64      `json:"count,omitempty"`
-	Policy    string     `json:"policy,omitempty"`
+	Type      string    `json:"type"`
+	ID        string    `json:"id"`
+	Unit      tick.Unit `json:"unit"`
+	Boundary  *Time     `json:"boundary,omitempty"`
+	Previous  *Time     `json:"previous"`
+	EmittedAt Time      `json:"emitted_at"`
+	CatchUp   bool      `json:"catch_up"`
+	From      *Time     `json:"from,omitempty"`
+	To        *Time     `json:"to,omitempty"`
+	Count     int64     `json:"count,omitempty"`
+	Policy    string    `json:"policy,omitempty"`
 }
 
 // NewRecord converts a tick event or a tick.TicksSkipped report into its JSON
@@ -35,9 +36,9 @@ func NewRecord(event any) (Record, error) {
 			Type:      "TicksSkipped",
 			ID:        fmt.Sprintf("skipped/%s/%s..%s", s.Unit, s.From.UTC().Format(time.RFC3339Nano), s.To.UTC().Format(time.RFC3339Nano)),
 			Unit:      s.Unit,
-			EmittedAt: s.EmittedAt,
-			From:      &s.From,
-			To:        &s.To,
+			EmittedAt: Time{s.EmittedAt},
+			From:      &Time{s.From},
+			To:        &Time{s.To},
 			Count:     s.Count,
 			Policy:    s.Policy,
 		}, nil
@@ -54,13 +55,10 @@ func NewRecord(event any) (Record, error) {
 		Type:      reflect.TypeOf(event).Name(),
 		ID:        e.ID(),
 		Unit:      e.Unit(),
-		Boundary:  &p.At,
-		EmittedAt: p.EmittedAt,
+		Boundary:  &Time{p.At},
+		EmittedAt: Time{p.EmittedAt},
 		CatchUp:   p.CatchUp,
-	}
-	if !p.Since.IsZero() {
-		since := p.Since
-		r.Previous = &since
+		Previous:  TimeOf(p.Since),
 	}
 	return r, nil
 }

@@ -208,3 +208,23 @@ func TestFanoutTriesEverySinkAndJoinsFailures(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, io.ErrShortWrite }
+
+// Africa/Monrovia's local mean time, -00:44:30, survives the JSON body:
+// encoding/json's time.Time would print -00:44 and name another instant.
+func TestRecordsCarrySecondsOffsetsLosslessly(t *testing.T) {
+	t.Parallel()
+	loc, err := time.LoadLocation("Africa/Monrovia")
+	require.NoError(t, err)
+	at := time.Date(1960, 1, 2, 0, 0, 0, 0, loc)
+	event := tick.DayHasPassed{Passage: tick.Passage{At: at, Since: at.AddDate(0, 0, -1), EmittedAt: at.Add(time.Second)}}
+	body, _, err := sink.Marshal(event)
+	require.NoError(t, err)
+	require.Contains(t, string(body), `"boundary":"1960-01-02T00:00:00-00:44:30"`)
+	var rec sink.Record
+	require.NoError(t, json.Unmarshal(body, &rec))
+	for _, got := range []time.Time{rec.Boundary.Time, rec.Previous.AddDate(0, 0, 1), rec.EmittedAt.Add(-time.Second)} {
+		require.True(t, got.Equal(at), "%s, want %s", got, at)
+		_, off := got.Zone()
+		require.Equal(t, -(44*60 + 30), off)
+	}
+}

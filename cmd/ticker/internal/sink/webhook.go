@@ -30,7 +30,8 @@ type WebhookConfig struct {
 	URL string
 	// Secret signs every body with HMAC-SHA256. Empty sends no signature.
 	Secret []byte
-	// Client sends the requests. Default: a client with a 10 s timeout.
+	// Client sends the requests. Default: a client with a 10 s timeout and
+	// a transport of its own.
 	Client *http.Client
 	// Attempts is how many times one event is tried within one Publish
 	// call before Publish gives up and returns the error (the ticker then
@@ -63,7 +64,10 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	}
 	redacted := u.Redacted()
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 10 * time.Second}
+		// A transport of its own: http.DefaultTransport is shared with the
+		// rest of the process, whose CloseIdleConnections (httptest's
+		// Server.Close calls it) breaks a request this webhook has in flight.
+		cfg.Client = &http.Client{Timeout: 10 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
 	if cfg.Attempts == 0 {
 		cfg.Attempts = 5
