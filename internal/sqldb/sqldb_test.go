@@ -90,3 +90,14 @@ func TestMigrateReportsTheFailingStep(t *testing.T) {
 	err := sqldb.Migrate(context.Background(), db.DB, "broken", []sqldb.Migration{{Version: 1, SQLite: `CREATE TABLE (`}})
 	require.ErrorContains(t, err, "migrate broken to version 1")
 }
+
+func TestCheckTimeRefusesWhatEncodeTimeWouldWrap(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, sqldb.CheckTime(sqldb.MaxTime))
+	require.NoError(t, sqldb.CheckTime(sqldb.MinTime))
+	require.NoError(t, sqldb.CheckTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	late := sqldb.MaxTime.Add(time.Nanosecond)
+	require.Less(t, sqldb.EncodeTime(late), int64(0), "this is what CheckTime guards against")
+	require.ErrorIs(t, sqldb.CheckTime(late), sqldb.ErrTimeOutOfRange)
+	require.ErrorIs(t, sqldb.CheckTime(time.Time{}), sqldb.ErrTimeOutOfRange)
+}
