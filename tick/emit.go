@@ -28,6 +28,9 @@ type outcome struct {
 	published int        // events and skip reports published
 	lease     *leaseHold // the lease held at the end; nil without WithLease or when lost
 	seen      Lease      // the lease as last read, with WithLease
+	// idle says, per unit a backfill left alone, why: for EmitUntil's
+	// ErrNothingToBackfill.
+	idle []string
 }
 
 // pass emits, for every unit, what is due in (cursor, now]. A failing unit
@@ -146,7 +149,9 @@ func (t *Ticker) emitUnit(ctx context.Context, h *leaseHold, u Unit, now time.Ti
 	}
 	if cur.IsZero() {
 		if m.backfill {
-			return nil // no starting point: nothing to backfill from
+			// No starting point: nothing to backfill from.
+			out.idle = append(out.idle, fmt.Sprintf("%s has no cursor yet (a first run records one)", u))
+			return nil
 		}
 		// First run ever: start from now. The latest boundary becomes the
 		// cursor without an event, so a new deployment emits no storm.
@@ -155,6 +160,9 @@ func (t *Ticker) emitUnit(ctx context.Context, h *leaseHold, u Unit, now time.Ti
 	cur = cur.In(loc)
 	first := Next(u, cur, loc)
 	if first.After(now) {
+		if m.backfill {
+			out.idle = append(out.idle, fmt.Sprintf("%s cursor at %s", u, FormatTime(cur)))
+		}
 		return nil // nothing due, or the clock went back: nothing twice
 	}
 	latest := Previous(u, now, loc)

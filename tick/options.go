@@ -38,6 +38,38 @@ func defaults() config {
 	}
 }
 
+// Bounds of the duration options. A duration out of them is refused with
+// ErrInvalidOption, naming the option and the value, rather than spinning
+// (a lease of a nanosecond is renewed without pause) or wrapping around
+// (an expiry past 2262 does not fit the stores' int64 nanoseconds).
+const (
+	// MaxDuration is the longest duration any option takes: about a
+	// century, far beyond any setting anyone means, and short enough that
+	// now plus it is still an instant a store can hold.
+	MaxDuration = 100 * 365 * 24 * time.Hour
+	// MinLeaseTTL is WithLease's shortest ttl. The holder renews the lease
+	// every third of it, a store transaction each time, and must finish
+	// each publish within that third; below a second the renewals keep the
+	// database busy and a garbage-collection pause loses the lease.
+	MinLeaseTTL = time.Second
+	// MinRetryBackoff is WithRetryBackoff's shortest delay: a failed pass
+	// retried sooner hammers the failing store or receiver in a loop.
+	MinRetryBackoff = time.Millisecond
+)
+
+// checkDuration refuses d outside [lo, MaxDuration], naming what it is.
+func checkDuration(what string, d, lo time.Duration, why string) error {
+	switch {
+	case d <= 0:
+		return fmt.Errorf("%w: %s %v must be positive", ErrInvalidOption, what, d)
+	case d < lo:
+		return fmt.Errorf("%w: %s %v is too short: at least %v (%s)", ErrInvalidOption, what, d, lo, why)
+	case d > MaxDuration:
+		return fmt.Errorf("%w: %s %v is too long: at most %v (100 years)", ErrInvalidOption, what, d, MaxDuration)
+	}
+	return nil
+}
+
 func (c *config) policy(u Unit) CatchUp {
 	if p, ok := c.policies[u]; ok {
 		return p
@@ -122,15 +154,18 @@ func WithCatchUp(u Unit, policy CatchUp) Option {
 // published since its last cursor write, which the holder makes at every
 // renewal — at most the events of the last ttl/3 before the stall, and at
 // most 256. Every replica sharing a store must use WithLease with its own
-// holder id; ttl is how long the boundaries go without an emitter after a
-// crash.
+// holder id (NewHolderID makes one); ttl is how long the boundaries go
+// without an emitter after a crash, from MinLeaseTTL to MaxDuration.
+//
+// A ticker that only runs EmitDue or EmitUntil, never Start, takes the
+// lease too; call Stop when done to release it (see Stop).
 func WithLease(holder string, ttl time.Duration) Option {
 	return func(c *config) error {
 		if holder == "" {
 			return fmt.Errorf("%w: WithLease: holder id must not be empty", ErrInvalidOption)
 		}
-		if ttl <= 0 {
-			return fmt.Errorf("%w: WithLease: ttl must be positive, got %v", ErrInvalidOption, ttl)
+		if err := checkDuration("WithLease: ttl", ttl, MinLeaseTTL, "the lease is renewed every third of it"); err != nil {
+			return err
 		}
 		c.holder, c.ttl = holder, ttl
 		return nil
@@ -140,12 +175,16 @@ func WithLease(holder string, ttl time.Duration) Option {
 // WithRetryBackoff sets how soon a failed pass (a publish or store error)
 // is retried when that comes before the next boundary: after initial, then
 // twice as long after each further failed pass, at most max; a pass that
-// succeeds resets it (default: 1 s doubling up to 1 min). initial must be
-// positive and max at least initial.
+// succeeds resets it (default: 1 s doubling up to 1 min). Both lie between
+// MinRetryBackoff and MaxDuration, and max is at least initial.
 func WithRetryBackoff(initial, max time.Duration) Option {
 	return func(c *config) error {
-		if initial <= 0 {
-			return fmt.Errorf("%w: WithRetryBackoff: initial delay must be positive, got %v", ErrInvalidOption, initial)
+		const why = "a failed pass retried sooner spins"
+		if err := checkDuration("WithRetryBackoff: initial delay", initial, MinRetryBackoff, why); err != nil {
+			return err
+		}
+		if err := checkDuration("WithRetryBackoff: max delay", max, MinRetryBackoff, why); err != nil {
+			return err
 		}
 		if max < initial {
 			return fmt.Errorf("%w: WithRetryBackoff: max %v is shorter than initial %v", ErrInvalidOption, max, initial)

@@ -17,7 +17,8 @@ type CatchUp interface {
 
 // All emits every missed boundary in order, each marked CatchUp, within
 // bounds: only boundaries at most Window before now, and of those only the
-// latest Max. Older ones are reported skipped. Both bounds must be positive.
+// latest Max. Older ones are reported skipped. Both bounds must be
+// positive, and Window at most MaxDuration.
 type All struct {
 	Window time.Duration
 	Max    int
@@ -41,7 +42,10 @@ func (Skip) name() string       { return "skip" }
 
 func (a All) validate() error {
 	if a.Window <= 0 {
-		return fmt.Errorf("%w: All.Window must be positive, got %v", ErrInvalidOption, a.Window)
+		return fmt.Errorf("%w: All.Window %v must be positive", ErrInvalidOption, a.Window)
+	}
+	if a.Window > MaxDuration {
+		return fmt.Errorf("%w: All.Window %v is too long: at most %v (100 years)", ErrInvalidOption, a.Window, MaxDuration)
 	}
 	if a.Max <= 0 {
 		return fmt.Errorf("%w: All.Max must be positive, got %d", ErrInvalidOption, a.Max)

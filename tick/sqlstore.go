@@ -79,6 +79,9 @@ const fence = ` AND EXISTS (SELECT 1 FROM tick_lease WHERE name = ? AND term = ?
 // statement, so a replica that lost the lease between its check and its
 // write cannot slip through.
 func (s *SQLStore) Advance(ctx context.Context, unit Unit, from, to time.Time, term int64) error {
+	if err := sqldb.CheckTime(to); err != nil {
+		return fmt.Errorf("tick: advance %s cursor: %w", unit, err)
+	}
 	var (
 		query string
 		args  []any
@@ -121,6 +124,9 @@ func (s *SQLStore) Advance(ctx context.Context, unit Unit, from, to time.Time, t
 
 // AcquireLease implements CursorStore.
 func (s *SQLStore) AcquireLease(ctx context.Context, holder string, now time.Time, ttl time.Duration) (Lease, error) {
+	if err := sqldb.CheckTime(now.Add(ttl)); err != nil {
+		return Lease{}, fmt.Errorf("tick: acquire lease for %q for %v: %w", holder, ttl, err)
+	}
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return Lease{}, fmt.Errorf("tick: acquire lease for %q: %w", holder, err)

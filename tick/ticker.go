@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,11 +140,16 @@ func (t *Ticker) Start(ctx context.Context) error {
 // waits for at most one publish and two store writes. If ctx ends first,
 // the emission's context is cancelled and Stop returns ctx's error.
 // Stopping twice, or a ticker never started, is harmless.
+//
+// Stop also releases the lease that EmitDue or EmitUntil took on a ticker
+// that was never started: a run-once process (a cron job, a backfill)
+// calls Stop before it exits, and the next run, with its own holder id,
+// takes the lease at once instead of waiting for it to expire.
 func (t *Ticker) Stop(ctx context.Context) error {
 	t.mu.Lock()
 	if !t.running {
 		t.mu.Unlock()
-		return nil
+		return t.release(ctx)
 	}
 	sched, cancel := t.sched, t.cancelRun
 	t.running, t.sched = false, nil
@@ -184,10 +190,29 @@ func (t *Ticker) release(ctx context.Context) error {
 // EmitDue runs one emission pass at the clock's now, synchronously, and
 // returns its error: what a wake-up does, for a process that runs once
 // (the CLI's --once). With WithLease it returns ErrNotLeader when another
-// replica holds the lease. It needs no Start and may run beside one.
+// replica holds the lease; otherwise it takes the lease and keeps it, for
+// the next call to renew and for Stop to release. It needs no Start and may
+// run beside one.
 func (t *Ticker) EmitDue(ctx context.Context) error {
-	_, err := t.run(ctx, t.cfg.clock.Now(), passMode{liveFrom: t.liveFrom()})
+	out, err := t.run(ctx, t.cfg.clock.Now(), passMode{liveFrom: t.liveFrom()})
+	t.keep(out, err)
 	return err
+}
+
+// keep records the lease an EmitDue or EmitUntil pass left held, for Stop
+// to release; a pass that failed before reaching the lease changes nothing.
+func (t *Ticker) keep(out outcome, err error) {
+	if t.cfg.holder == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case out.lease != nil:
+		t.held = out.lease
+	case errors.Is(err, ErrNotLeader) || errors.Is(err, ErrLeaseLost):
+		t.held = nil
+	}
 }
 
 // EmitUntil emits the boundaries up to until (a backfill), as a pass at
@@ -195,15 +220,27 @@ func (t *Ticker) EmitDue(ctx context.Context) error {
 // applied as at a restart at until. It starts from each unit's cursor and
 // never moves one back: a unit without a cursor, or whose cursor is at or
 // after until's latest boundary, is left alone. until must not be after the
-// clock's now (ErrFuture). When no unit had anything to emit it returns
-// ErrNothingToBackfill.
+// clock's now (ErrFuture). When no unit had anything to emit — until is the
+// zero time, or at or behind every cursor — it returns an error wrapping
+// ErrNothingToBackfill that says so, naming each unit's cursor, and has
+// emitted and moved nothing; a caller may treat that as a no-op.
+//
+// With WithLease, EmitUntil and EmitDue take the lease, and keep it after
+// they return so that the next call renews it; a process that ends after
+// them calls Stop, which releases it, so that another replica need not wait
+// for it to expire.
 func (t *Ticker) EmitUntil(ctx context.Context, until time.Time) error {
+	if until.IsZero() {
+		return fmt.Errorf("%w: until is the zero time (%s), before every cursor", ErrNothingToBackfill, FormatTime(until))
+	}
 	if now := t.cfg.clock.Now(); until.After(now) {
-		return fmt.Errorf("%w: EmitUntil(%v) with the clock at %v", ErrFuture, until, now)
+		return fmt.Errorf("%w: EmitUntil(%s) with the clock at %s", ErrFuture, FormatTime(until), FormatTime(now))
 	}
 	out, err := t.run(ctx, until, passMode{liveFrom: farFuture, backfill: true})
+	t.keep(out, err)
 	if err == nil && out.published == 0 {
-		return fmt.Errorf("%w: every cursor is at or after the last boundary before %v, or has not been recorded yet (a first run records it)", ErrNothingToBackfill, until)
+		return fmt.Errorf("%w: no boundary lies after a cursor and at or before %s (%s)",
+			ErrNothingToBackfill, FormatTime(until), strings.Join(out.idle, "; "))
 	}
 	return err
 }

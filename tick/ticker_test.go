@@ -113,7 +113,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"empty holder", pub, store, []Option{WithLease("", time.Minute)}, ErrInvalidOption, "holder"},
 		{"zero ttl", pub, store, []Option{WithLease("a", 0)}, ErrInvalidOption, "ttl"},
 		{"nil logger", pub, store, []Option{WithLogger(nil)}, ErrInvalidOption, "logger"},
-		{"zero retry", pub, store, []Option{WithRetryBackoff(0, time.Minute)}, ErrInvalidOption, "initial delay must be positive"},
+		{"zero retry", pub, store, []Option{WithRetryBackoff(0, time.Minute)}, ErrInvalidOption, "WithRetryBackoff: initial delay 0s must be positive"},
 		{"retry max below initial", pub, store, []Option{WithRetryBackoff(time.Minute, time.Second)}, ErrInvalidOption, "max 1s is shorter"},
 	}
 	for _, tc := range cases {
