@@ -93,7 +93,7 @@ func (t *Ticker) lease(ctx context.Context, seen *Lease) (*leaseHold, error) {
 	}
 	*seen = l
 	if l.Holder != t.cfg.holder {
-		return nil, fmt.Errorf("%w: %q until %v", ErrNotLeader, l.Holder, l.Expires)
+		return nil, fmt.Errorf("%w: %q until %s", ErrNotLeader, l.Holder, FormatTime(l.Expires))
 	}
 	return &leaseHold{term: l.Term, taken: now}, nil
 }
@@ -217,7 +217,7 @@ func (t *Ticker) reportSkipped(ctx context.Context, h *leaseHold, u Unit, policy
 	s.EmittedAt = t.cfg.clock.Now()
 	if err := t.publish(ctx, s); err != nil {
 		t.publishFailed(u, s.From, err)
-		return time.Time{}, fmt.Errorf("tick: publish %s skip report %v..%v: %w", u, s.From, s.To, err)
+		return time.Time{}, fmt.Errorf("tick: publish %s skip report %s..%s: %w", u, FormatTime(s.From), FormatTime(s.To), err)
 	}
 	t.stats.skipped.Add(s.Count)
 	if f := t.cfg.observer.Skipped; f != nil {
@@ -247,7 +247,7 @@ type emission struct {
 func (e *emission) emit(ctx context.Context, b time.Time, catchUp bool) error {
 	t := e.t
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("tick: emit %s %v: %w", e.unit, b, err)
+		return fmt.Errorf("tick: emit %s %s: %w", e.unit, FormatTime(b), err)
 	}
 	if t.renewDue(e.h) {
 		// Save what was published while the lease was surely ours, so that

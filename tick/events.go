@@ -65,6 +65,8 @@ func (p Passage) Boundary() time.Time { return p.At }
 // Previous returns Since: the boundary the cursor stood on before At.
 func (p Passage) Previous() time.Time { return p.Since }
 
+// id prints the boundary in UTC, whose offset has no seconds to lose, so
+// that the same instant has the same ID whatever the location.
 func id(u Unit, at time.Time) string {
 	return fmt.Sprintf("%s/%s", u, at.UTC().Format(time.RFC3339Nano))
 }

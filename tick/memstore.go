@@ -39,7 +39,7 @@ func (s *MemoryStore) Advance(_ context.Context, unit Unit, from, to time.Time, 
 		return fmt.Errorf("%w: advancing %s with term %d, lease is at term %d", ErrLeaseLost, unit, term, s.lease.Term)
 	}
 	if cur := s.cursors[unit]; !cur.Equal(from) {
-		return fmt.Errorf("%w: %s cursor is %v, expected %v", ErrCursorMoved, unit, cur, from)
+		return fmt.Errorf("%w: %s cursor is %s, expected %s", ErrCursorMoved, unit, FormatTime(cur), FormatTime(from))
 	}
 	s.cursors[unit] = to
 	return nil

@@ -106,7 +106,7 @@ func (s *SQLStore) Advance(ctx context.Context, unit Unit, from, to time.Time, t
 	}
 	res, err := s.db.ExecContext(ctx, s.db.Rebind(query), args...)
 	if err != nil {
-		return fmt.Errorf("tick: advance %s cursor to %v: %w", unit, to, err)
+		return fmt.Errorf("tick: advance %s cursor to %s: %w", unit, FormatTime(to), err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 1 {
 		return err
@@ -119,7 +119,7 @@ func (s *SQLStore) Advance(ctx context.Context, unit Unit, from, to time.Time, t
 		}
 	}
 	cur, _ := s.Cursor(ctx, unit)
-	return fmt.Errorf("%w: %s cursor is %v, expected %v", ErrCursorMoved, unit, cur, from)
+	return fmt.Errorf("%w: %s cursor is %s, expected %s", ErrCursorMoved, unit, FormatTime(cur), FormatTime(from))
 }
 
 // AcquireLease implements CursorStore.

@@ -54,7 +54,7 @@ func AdvanceAndWait(ctx context.Context, clock *clockwork.FakeClock, d time.Dura
 			t.mu.Lock()
 			done := t.done
 			t.mu.Unlock()
-			return fmt.Errorf("tick: wait for the pass at %v (the last ran at %v): %w", target, done, err)
+			return fmt.Errorf("tick: wait for the pass at %s (the last ran at %s): %w", FormatTime(target), FormatTime(done), err)
 		}
 	}
 	return nil

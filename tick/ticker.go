@@ -275,7 +275,7 @@ func (t *Ticker) wake() {
 	case errors.Is(err, ErrNotLeader):
 		t.cfg.logger.Debug("tick: not the leader, nothing emitted", "error", err)
 	case err != nil:
-		t.cfg.logger.Error("tick: emission failed", "error", err, "retry_at", retry)
+		t.cfg.logger.Error("tick: emission failed", "error", err, "retry_at", FormatTime(retry))
 	}
 }
 

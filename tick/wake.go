@@ -55,7 +55,7 @@ func (t *Ticker) schedule(now time.Time, out outcome, err error) time.Time {
 		w.standby, w.leaseAt = true, out.seen.Expires
 		if out.seen.Holder != w.watching.Holder || out.seen.Term != w.watching.Term {
 			w.watching = out.seen
-			t.cfg.logger.Info(fmt.Sprintf("tick: standby: lease held by %s until %s", out.seen.Holder, out.seen.Expires.Format(time.RFC3339)),
+			t.cfg.logger.Info(fmt.Sprintf("tick: standby: lease held by %s until %s", out.seen.Holder, FormatTime(out.seen.Expires)),
 				"holder", out.seen.Holder, "term", out.seen.Term)
 		}
 	}
