@@ -36,7 +36,10 @@
 //   - with WithLease, replicas sharing a SQL store elect one emitter through
 //     a lease with a fencing term, renewed every third of its ttl and
 //     checked before every publish; a stale leader's cursor write fails,
-//     and Stop releases the lease for the next replica.
+//     and Stop releases the lease for the next replica — also after
+//     EmitDue or EmitUntil on a ticker never started. Each replica needs
+//     its own holder id: NewHolderID adds a random part to host and pid,
+//     which repeat across containers and run-once processes.
 //
 // Stop ends a catch-up between two events: it waits for the publish in
 // flight, saves the cursor and returns, so a long catch-up to a slow
@@ -50,6 +53,11 @@
 // cursor (written every 256 events during a catch-up, at every lease
 // renewal, and after every live event) re-publishes those events; handlers
 // deduplicate by Event.ID.
+//
+// Events and TicksSkipped marshal to JSON with their instants printed by
+// FormatTime, which keeps an offset's seconds (local mean time such as
+// Africa/Monrovia's -00:44:30 until 1972) where RFC 3339 would drop them;
+// errors and log lines print instants the same way.
 //
 // # Tests
 //
