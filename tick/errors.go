@@ -23,9 +23,11 @@ var (
 	// boundaries that have not passed cannot be emitted.
 	ErrFuture = errors.New("tick: instant is in the future")
 	// ErrNothingToBackfill is returned by EmitUntil when no unit had a
-	// boundary to emit before the given instant: every cursor is already
-	// there or later, or a unit has no cursor yet (a backfill starts from
-	// the cursor a running ticker recorded). No cursor was moved.
+	// boundary to emit before the given instant: it is the zero time,
+	// every cursor is already there or later, or a unit has no cursor yet
+	// (a backfill starts from the cursor a running ticker recorded). The
+	// message names each unit's cursor. Nothing was published and no
+	// cursor was moved, so a caller may treat it as a no-op.
 	ErrNothingToBackfill = errors.New("tick: nothing to backfill")
 	// ErrAlreadyStarted is returned by Start on a running Ticker.
 	ErrAlreadyStarted = errors.New("tick: ticker already started")
