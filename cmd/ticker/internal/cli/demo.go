@@ -73,7 +73,7 @@ func refuseNonEmpty(ctx context.Context, dsn string) error {
 	defer db.Close()
 	tables, err := tablesIn(ctx, db, db.Dialect)
 	if err != nil {
-		return fmt.Errorf("--db %s: %w", dsn, err)
+		return fmt.Errorf("--db %s: %w", redact(dsn), err)
 	}
 	if len(tables) > 0 {
 		names := make([]string, 0, len(tables))
@@ -81,7 +81,7 @@ func refuseNonEmpty(ctx context.Context, dsn string) error {
 			names = append(names, name)
 		}
 		sort.Strings(names)
-		return fmt.Errorf("--db %s: not empty (tables %s): the demo writes only into a new file or an empty database; nothing was written", dsn, strings.Join(names, ", "))
+		return fmt.Errorf("--db %s: not empty (tables %s): the demo writes only into a new file or an empty database; nothing was written", redact(dsn), strings.Join(names, ", "))
 	}
 	return nil
 }

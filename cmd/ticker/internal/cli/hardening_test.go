@@ -477,7 +477,7 @@ func TestOnceAndUntilReleaseTheLease(t *testing.T) {
 	require.Empty(t, leaseHolder(t, clock, db))
 	third := run(t, clock, nil, "run", "--once", "--db", db, "--holder", "host-b")
 	require.Equal(t, cli.ExitOK, third.code, "host-b waited for host-a's lease: %s", third.stderr)
-	require.Contains(t, third.stderr, "once: emitted 1 events (minute 1); cursors at minute 2026-11-21T12:03:00Z")
+	require.Contains(t, third.stderr, "once: emitted 1 event (minute 1); cursors at minute 2026-11-21T12:03:00Z")
 }
 
 func TestFlagErrorsNameTheFlagAndExit2(t *testing.T) {

@@ -121,7 +121,11 @@ func (m *metrics) summary(before, after map[tick.Unit]time.Time, loc *time.Locat
 			started = append(started, string(u))
 		}
 	}
-	line := fmt.Sprintf("once: emitted %d events", emitted)
+	noun := "events"
+	if emitted == 1 {
+		noun = "event"
+	}
+	line := fmt.Sprintf("once: emitted %d %s", emitted, noun)
 	if len(perUnit) > 0 {
 		line += " (" + strings.Join(perUnit, ", ") + ")"
 	}

@@ -48,6 +48,10 @@ func openReadOnly(ctx context.Context, dsn string) (*sqldb.DB, error) {
 	case sqldb.IsPostgresDSN(dsn):
 		u, err := url.Parse(dsn)
 		if err != nil {
+			var uerr *url.Error
+			if errors.As(err, &uerr) {
+				err = uerr.Err // without the URL, which may hold a password
+			}
 			return nil, usagef("--db: not a PostgreSQL URL: %v", err)
 		}
 		q := u.Query()
@@ -55,7 +59,7 @@ func openReadOnly(ctx context.Context, dsn string) (*sqldb.DB, error) {
 		u.RawQuery = q.Encode()
 		driver, dialect, open = "pgx", sqldb.Postgres, u.String()
 	case strings.Contains(dsn, "://"):
-		return nil, usagef("--db %q: unsupported scheme (use a SQLite file path or postgres://)", dsn)
+		return nil, usagef("--db %q: unsupported scheme (use a SQLite file path or postgres://)", redact(dsn))
 	case dsn == ":memory:" || strings.Contains(dsn, "mode=memory"):
 		return nil, usagef("--db %q: an in-memory database holds no ticker state", dsn)
 	default:
@@ -242,4 +246,13 @@ func hasState(tables map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// redact hides the password of a URL-shaped DSN, for error messages.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	return u.Redacted()
 }

@@ -76,15 +76,15 @@ func statusCommand(ctx context.Context, env Env, args []string) error {
 	// on PostgreSQL.
 	tx, err := db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: db.IsPostgres()})
 	if err != nil {
-		return fmt.Errorf("read %s: %w", *dsn, err)
+		return fmt.Errorf("read %s: %w", redact(*dsn), err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	tables, err := tablesIn(ctx, tx, db.Dialect)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", *dsn, err)
+		return fmt.Errorf("read %s: %w", redact(*dsn), err)
 	}
 	if !hasState(tables) {
-		return fmt.Errorf("--db %s: %w", *dsn, errNoState)
+		return fmt.Errorf("--db %s: %w", redact(*dsn), errNoState)
 	}
 	now := env.clock().Now().In(loc)
 	// Empty lists, not null, so JSON consumers can iterate without checks.
