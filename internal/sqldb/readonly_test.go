@@ -98,3 +98,28 @@ func TestIsReadOnlyError(t *testing.T) {
 	require.False(t, sqldb.IsReadOnlyError(nil))
 	require.False(t, sqldb.IsReadOnlyError(errors.New("attempt to write a readonly database")), "only SQLite's own error")
 }
+
+// TestSQLiteReadOnlyDSNKeepsItsConnections: with mode=ro read-only is what
+// was asked for, and a connection is not closed after every statement.
+func TestSQLiteReadOnlyDSNKeepsItsConnections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "passage.db")
+	rw, err := sqldb.Open(ctx, path)
+	require.NoError(t, err)
+	_, err = rw.ExecContext(ctx, `CREATE TABLE widgets (id INTEGER PRIMARY KEY)`)
+	require.NoError(t, err)
+	require.NoError(t, rw.Close())
+
+	ro, err := sqldb.Open(ctx, "file:"+path+"?mode=ro")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ro.Close() })
+	ro.SetMaxOpenConns(1)
+	// A temporary table lives as long as its connection.
+	_, err = ro.ExecContext(ctx, `CREATE TEMP TABLE mine (id INTEGER)`)
+	require.NoError(t, err)
+	_, err = ro.ExecContext(ctx, `INSERT INTO widgets DEFAULT VALUES`)
+	require.True(t, sqldb.IsReadOnlyError(err), "read-only as asked: %v", err)
+	var n int
+	require.NoError(t, ro.GetContext(ctx, &n, `SELECT COUNT(*) FROM mine`), "still the same connection")
+}

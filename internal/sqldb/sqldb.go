@@ -83,7 +83,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		// Through a connector of our own rather than the registered
 		// driver, so that read-only connections leave the pool (sqlite.go).
 		// The driver name stays "sqlite3" for sqlx and DialectOf.
-		db = sqlx.NewDb(sql.OpenDB(sqliteConnector{dsn: sqliteDSN, driver: &sqlite3.SQLiteDriver{}}), "sqlite3")
+		db = sqlx.NewDb(sql.OpenDB(sqliteConnector{dsn: sqliteDSN, driver: &sqlite3.SQLiteDriver{}, readOnly: isReadOnlyDSN(dsn)}), "sqlite3")
 		if isMemory(dsn) {
 			// Each connection to ":memory:" is a separate database; one
 			// connection keeps every caller on the same one.
@@ -109,6 +109,14 @@ func IsPostgresDSN(dsn string) bool {
 
 func isMemory(dsn string) bool {
 	return dsn == ":memory:" || strings.Contains(dsn, "mode=memory")
+}
+
+// isReadOnlyDSN reports whether a SQLite DSN asks for a read-only
+// database (mode=ro), whose connections are meant to be read-only.
+func isReadOnlyDSN(dsn string) bool {
+	_, query, _ := strings.Cut(dsn, "?")
+	values, err := url.ParseQuery(query)
+	return err == nil && values.Get("mode") == "ro"
 }
 
 // sqliteOptions adds the connection settings passage relies on to a SQLite

@@ -28,9 +28,13 @@ import (
 // SQLite's message; it is not turned into driver.ErrBadConn, which would
 // make database/sql retry it on fresh connections and then hide the cause
 // behind "driver: bad connection".
+//
+// A DSN that asks for a read-only database (mode=ro) gets read-only
+// connections on purpose: they stay in the pool.
 type sqliteConnector struct {
-	dsn    string
-	driver *sqlite3.SQLiteDriver
+	dsn      string
+	driver   *sqlite3.SQLiteDriver
+	readOnly bool // mode=ro: read-only is what the caller asked for
 }
 
 func (c sqliteConnector) Connect(context.Context) (driver.Conn, error) {
@@ -39,6 +43,9 @@ func (c sqliteConnector) Connect(context.Context) (driver.Conn, error) {
 		return nil, err
 	}
 	sc := &sqliteConn{SQLiteConn: conn.(*sqlite3.SQLiteConn)}
+	if c.readOnly {
+		return conn, nil // nothing to recover from
+	}
 	// A connection opened for reading only fails at its first write; one
 	// that only ever reads would never find out and would stay in the pool,
 	// read-only, to fail the first write after the file is writable again.
