@@ -92,6 +92,9 @@ func (k *keeper) renew(ctx context.Context) bool {
 		return false
 	}
 	newEnd, held, err := k.p.renewClaim(ctx, k.token, k.ids, end)
+	if k.p.cfg.renewed != nil {
+		defer k.p.cfg.renewed(held, err)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	switch {
@@ -113,6 +116,7 @@ func (k *keeper) renew(ctx context.Context) bool {
 }
 
 // close stops the renewals and waits for the one in flight, if any.
+// Closing twice is harmless.
 func (k *keeper) close() {
 	if k.stop == nil {
 		return

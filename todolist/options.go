@@ -34,6 +34,8 @@ type processorConfig struct {
 	maxItems    int
 	timeBudget  time.Duration
 	observer    Observer
+	// renewed, for tests, is told the answer of every lease renewal.
+	renewed func(held bool, err error)
 }
 
 func defaultConfig() processorConfig {

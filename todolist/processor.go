@@ -228,12 +228,15 @@ func (p *Processor) overTime(start time.Time) bool {
 // batch works one claimed batch under its lease, kept by a [keeper]
 // while the actions run, and settles its outcome before it returns; the
 // outcome is written only while the lease holds. stopped reports that the
-// tick should end: its time budget is spent, or the lease ran short
-// before the batch started anything.
+// tick should end: its time budget is spent, or the lease was lost or ran
+// short.
 func (p *Processor) batch(ctx context.Context, batch []claimed, token string, leaseEnd, start time.Time, res *Result) (stopped bool, err error) {
 	k := p.keep(ctx, token, batch, leaseEnd)
+	// Also when an action ends the goroutine (runtime.Goexit, as a
+	// test's t.FailNow or t.Skip does).
+	defer k.close()
 	done, stopped, err := p.work(ctx, batch, k, start, res)
-	k.close()
+	k.close() // no renewal while the batch is settled
 	if err == nil {
 		if err = p.settle(ctx, done, res); err != nil && ctx.Err() != nil {
 			err = errors.Join(err, p.abandon(ctx, done, res, context.Cause(ctx)))
@@ -452,8 +455,7 @@ func (p *Processor) released(ctx context.Context, done batchDone, n int, res *Re
 // returns the items that are done, for the caller to remove set-wise. It
 // releases the conflicts in one statement and the items left unstarted in
 // another; failures are written one by one, as each has its own attempt
-// count. stopped reports that the time budget ended the tick, or that the
-// lease ran short before the batch started anything.
+// count. stopped reports that the time budget or the lease ended the tick.
 func (p *Processor) work(ctx context.Context, batch []claimed, k *keeper, start time.Time, res *Result) (done batchDone, stopped bool, err error) {
 	token := k.token
 	done.token, done.lease = token, k
@@ -472,11 +474,13 @@ func (p *Processor) work(ctx context.Context, batch []claimed, k *keeper, start 
 		if !k.mayStart(p.cfg.clock.Now()) {
 			// The lease is lost, or too short for an action to finish
 			// within it if renewals fail from now on: another processor
-			// may take the rest soon, or already has. They are released,
-			// and the tick goes on with a fresh claim — unless this one
-			// started nothing, which a fresh claim would repeat.
+			// may take the rest soon, or already has. They are released
+			// and the tick ends: renewals that fail or come late mean
+			// the database or this process is in trouble, and a claim
+			// lost to another processor would only be fought over again.
+			// The next tick takes what is left.
 			unstarted = batch[i:]
-			stopped = i == 0
+			stopped = true
 			break
 		}
 		actErr := p.run(ctx, it.Item)

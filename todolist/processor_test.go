@@ -449,6 +449,7 @@ func TestAKilledProcessorLosesNothing(t *testing.T) {
 		stats, err := l.Stats(ctx, clock.Now())
 		require.NoError(t, err)
 		require.Zero(t, stats.Pending)
+		require.Equal(t, int64(20), stats.Completed, "the dead processor's successes count too, once")
 	})
 }
 
@@ -497,3 +498,4 @@ func TestBudgetsLeaveTheRestForTheNextTick(t *testing.T) {
 		})
 	})
 }
+

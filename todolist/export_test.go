@@ -1,0 +1,10 @@
+package todolist
+
+// WithRenewalHook has f told the answer of every lease renewal, so that a
+// test can wait for one instead of sleeping.
+func WithRenewalHook(f func(held bool, err error)) ProcessorOption {
+	return func(cfg *processorConfig) error {
+		cfg.renewed = f
+		return nil
+	}
+}
