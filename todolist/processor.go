@@ -703,9 +703,28 @@ func (p *Processor) countBacklog(ctx context.Context, res *Result) error {
 	return nil
 }
 
+// isConflict reports whether any error in err's tree — err itself, what
+// it wraps, and every branch of a join, all the way down — has a method
+// Conflict() bool that returns true. errors.As would stop at the first
+// value with the method, so a Conflict() false beside or above a real
+// conflict would hide it.
 func isConflict(err error) bool {
-	var c interface{ Conflict() bool }
-	return errors.As(err, &c) && c.Conflict()
+	if c, ok := err.(interface{ Conflict() bool }); ok && c.Conflict() {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		if inner := u.Unwrap(); inner != nil {
+			return isConflict(inner)
+		}
+	case interface{ Unwrap() []error }:
+		for _, inner := range u.Unwrap() {
+			if inner != nil && isConflict(inner) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // maxErrorLength bounds the stored text of a failure: an error is for a

@@ -2,6 +2,7 @@ package todolist_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -499,3 +500,71 @@ func TestBudgetsLeaveTheRestForTheNextTick(t *testing.T) {
 	})
 }
 
+// notConflict has a Conflict method that answers false: an error that
+// knows it is no version conflict, which must not hide one beside or
+// beneath it.
+type notConflict struct{ err error }
+
+func (e notConflict) Error() string {
+	if e.err == nil {
+		return "not a conflict"
+	}
+	return "not a conflict: " + e.err.Error()
+}
+func (e notConflict) Unwrap() error { return e.err }
+func (notConflict) Conflict() bool  { return false }
+
+// The conflict rule looks at the whole error tree: a conflict anywhere in
+// it makes the outcome a conflict, also when the tree holds real failures
+// too; only a tree without one is a failure.
+func TestAConflictAnywhereInTheErrorTreeIsAConflict(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		err      error
+		conflict bool
+	}{
+		{"beside a Conflict() false", errors.Join(notConflict{}, conflictError{}), true},
+		{"beneath a Conflict() false", notConflict{err: fmt.Errorf("append: %w", conflictError{})}, true},
+		{"deep in a join in a join", fmt.Errorf("cancel: %w", errors.Join(errFailed, errors.Join(notConflict{}, conflictError{}))), true},
+		{"beside a real failure", errors.Join(errFailed, conflictError{}), true},
+		{"a Conflict() false alone", notConflict{}, false},
+		{"a Conflict() false beside a failure", errors.Join(notConflict{}, errFailed), false},
+	}
+	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
+		ctx := context.Background()
+		l := openList(t, db, "orders")
+		byID := map[string]error{}
+		var conflicts, failures []string
+		for i, c := range cases {
+			id := fmt.Sprintf("case-%d", i)
+			byID[id] = c.err
+			addItems(t, l, t0, id)
+			if c.conflict {
+				conflicts = append(conflicts, id)
+			} else {
+				failures = append(failures, id)
+			}
+		}
+		p := newProcessor(t, l, clockwork.NewFakeClockAt(t0), func(_ context.Context, it todolist.Item) error {
+			return byID[it.ID]
+		}, todolist.WithMaxAttempts(1))
+
+		r, err := p.Process(ctx, t0)
+		require.NoError(t, err)
+		require.Equal(t, todolist.Result{Cutoff: t0, Claimed: len(cases), Conflicts: len(conflicts), Parked: len(failures)}, r,
+			"with one attempt allowed, a failure parks and a conflict does not")
+		parked, err := l.Parked(ctx, 10)
+		require.NoError(t, err)
+		require.Equal(t, failures, ids(parked))
+		for _, id := range conflicts {
+			it, err := l.Get(ctx, id)
+			require.NoError(t, err)
+			require.Zero(t, it.Attempts, "%s: no attempt counted", id)
+			require.False(t, it.Parked, "%s", id)
+		}
+		stats, err := l.Stats(ctx, t0)
+		require.NoError(t, err)
+		require.Equal(t, int64(len(failures)), stats.Failures)
+	})
+}
