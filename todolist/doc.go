@@ -27,7 +27,8 @@
 //	bus.Subscribe(b, handler)
 //
 // On each event the [Processor] claims the items due at the event's boundary
-// in batches, each claim with a lease, and runs the [Action] for each item.
+// in batches, each claim with a lease (see Leases below), and runs the
+// [Action] for each item.
 // Claiming and removing are set-wise, a statement per batch, not per item.
 // On SQLite, one writer at a time, the claim is a lease written on the
 // claimed rows. On PostgreSQL a batch is held by one row that lists its
@@ -42,17 +43,67 @@
 //   - an error: the attempt is counted and the item backs off exponentially,
 //     up to a cap; after the last allowed attempt it is parked with its
 //     error — kept, counted ([List.Stats]), listable ([List.Parked]) and
-//     re-activatable ([List.Reactivate]), never dropped;
-//   - a version conflict (an error with Conflict() bool returning true): no
-//     failure, the item is simply tried again on the next tick;
+//     re-activatable ([List.Reactivate]), never dropped. The failure is
+//     written at once and the item leaves the batch's claim, so it is
+//     retried at its backoff time ([Item].NextAttempt, as the observer is
+//     told), even while the rest of its batch still runs;
+//   - a version conflict: no failure, the item is simply tried again on
+//     the next tick (see Conflicts below);
 //   - a panic: a failed attempt like any error.
 //
-// Each batch also adds its outcomes to the list's totals in the database,
-// in the statement that removes its done items on PostgreSQL and the same
-// transaction on SQLite,
-// so any process — a status page that runs no processor — reads them
-// ([Stats].Completed, Failures and Parkings, from [List.Stats] and
-// [AllStats]).
+// # Conflicts
+//
+// An error is a version conflict when its tree holds, anywhere, a value
+// with a method Conflict() bool that returns true: the error itself, what
+// it wraps (%w), every branch of an [errors.Join], all the way down. A
+// value whose Conflict() returns false is just another node: it hides no
+// conflict beside or beneath it. A tree that mixes a conflict with real
+// failures is a conflict: the action decided on state that had changed
+// under it, so its other errors are not trusted either; the item is tried
+// again on the next tick without counting an attempt, and a failure that
+// persists comes back on its own then and is counted.
+//
+// # Leases
+//
+// A claim holds its batch for a lease ([WithLease]). While the batch's
+// actions run, the processor renews the lease every third of it, so an
+// action may take longer than the lease: the lease is how long the items
+// of a processor that died wait before others take them, not a limit on
+// actions. Before each item the processor checks its lease, and it starts
+// none once the lease is lost or less than a third of it is left — an
+// action that starts has at least that long to finish even if every
+// renewal from then on fails. The rest of the batch is then released and
+// the tick ends; the next tick takes them. A lost lease — one that ran out
+// before the batch was settled, or whose renewal found the claim lapsed or
+// taken by another processor — is reported ([Observer].LeaseLost with
+// [ErrLeaseLost], [Result].LeasesLost).
+//
+// Outcomes are written only while the lease holds. A failure is written
+// as it happens; the done items of a batch are removed together when the
+// batch ends, in one statement: settling each item as it finishes would
+// cost a round trip per item, most of a batch's time on PostgreSQL, and
+// the renewals already keep the claim for as long as the batch runs. Once
+// a lease is lost nothing more of its batch is written, since another
+// processor may be working the items already; they are worked again.
+//
+// So an action that succeeded is not run again, and no item runs on two
+// processors at once, as long as its processor keeps its lease — that is,
+// unless the processor stalls, or loses its database, for two thirds of a
+// lease, or dies. Then its items are worked again: at least once, never
+// lost.
+//
+// # Totals
+//
+// Each batch adds its outcomes to the list's totals in the database, in
+// the statement that removes its done items on PostgreSQL and the same
+// transaction on SQLite, so any process — a status page that runs no
+// processor — reads them ([Stats].Completed, Failures and Parkings, from
+// [List.Stats] and [AllStats]). Both engines count by the same rule: a
+// success is completed when it is written under the live claim of the
+// processor that worked it, also when the action's own transaction had
+// removed the item. An item is therefore completed once, even when a lost
+// lease made it run twice: the late success is not counted, the
+// processor that took the item over counts its own.
 //
 // A processor that dies leaves its claims behind; they lapse after the lease
 // and another processor takes the items. Several processors may work one

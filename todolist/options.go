@@ -79,13 +79,15 @@ func WithBatchSize(n int) ProcessorOption {
 	}
 }
 
-// WithLease sets how long a claim holds its items (default [DefaultLease]).
-// If the processor dies, its items come back to the list when the lease
-// ends. A processor starts no item of a batch whose lease has ended (it
-// releases them and claims afresh), but an action that runs past the lease
-// may still be running when another processor takes the same item: make
-// the lease longer than the longest action. The first processor then
-// leaves the item alone.
+// WithLease sets how long a claim holds its items without a renewal
+// (default [DefaultLease]). While a batch's actions run, the processor
+// renews the lease every third of it, so actions may take longer than the
+// lease; if the processor dies, its items come back to the list when the
+// lease ends. A processor starts no item once its lease is lost or less
+// than a third of it is left, and writes no outcome once it is lost (see
+// the package documentation, Leases): a shorter lease brings a dead
+// processor's items back sooner, at the cost of a renewal per third of it
+// and less slack for a processor that stalls or loses its database.
 func WithLease(d time.Duration) ProcessorOption {
 	return func(cfg *processorConfig) error {
 		if d <= 0 {
@@ -171,7 +173,9 @@ type Observer struct {
 	// removed, unless it was re-added, removed or re-claimed meanwhile).
 	Done func(list string, item Item)
 	// Failed is called when an action failed and the item will be retried;
-	// item carries the new attempt count, error and next attempt.
+	// item carries the new attempt count, error and next attempt — when
+	// it may be claimed again, which a failure written means it will be:
+	// it has left its batch's claim.
 	Failed func(list string, item Item, err error)
 	// Parked is called when an action failed for the last allowed time and
 	// the item was parked.

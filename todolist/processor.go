@@ -26,15 +26,19 @@ import (
 // Return nil when there is nothing left to do, including when the work
 // turned out to be unnecessary (the order was paid meanwhile): the item is
 // removed. Return an error to retry later with backoff; the item is parked
-// after too many failures. An error that has, anywhere in its chain, a
-// value with a method Conflict() bool returning true (such as the event
-// store's version conflict) is not a failure: the item is tried again on the
-// next tick without counting an attempt. A panic counts as a failure.
+// after too many failures. An error that has, anywhere in its tree (what
+// it wraps, every branch of a join, all the way down), a value with a
+// method Conflict() bool returning true (such as the event store's version
+// conflict) is not a failure, even beside real failures: the item is tried
+// again on the next tick without counting an attempt (see the package
+// documentation, Conflicts). A panic counts as a failure.
 //
-// Items are delivered at least once: a processor that dies after the action
-// but before recording the outcome leaves the item to be worked again when
-// its lease ends, so actions must be idempotent — an action that decides from
-// current state, as a level-triggered one does, is.
+// Items are delivered at least once: a processor that dies, or loses its
+// lease, after the action but before recording the outcome leaves the item
+// to be worked again when its lease ends, so actions must be idempotent —
+// an action that decides from current state, as a level-triggered one
+// does, is. ctx ends when the tick's context does; a lost lease does not
+// cancel an action already running.
 type Action func(ctx context.Context, item Item) error
 
 // Result counts what one tick did.
@@ -53,13 +57,13 @@ type Result struct {
 	// Conflicts counts actions that hit a version conflict; they are tried
 	// again on the next tick.
 	Conflicts int
-	// Released counts claimed items the budget left unstarted; the next
-	// tick takes them.
+	// Released counts claimed items the budget or a lease running short
+	// left unstarted; the next tick takes them.
 	Released int
 	// Lost counts outcomes not written because the item had changed hands
-	// meanwhile: it was removed, re-added with a later due time, or
-	// claimed by another processor after this one's lease ran out. The
-	// item is then left as the other party left it.
+	// meanwhile: it was removed, re-added with a later due time, or the
+	// batch's lease was lost (see LeasesLost). The item is then left as
+	// the other party left it.
 	Lost int
 	// LeasesLost counts the batches whose lease was lost (see
 	// [Observer].LeaseLost); their outcomes not yet written count as
@@ -75,9 +79,10 @@ type Result struct {
 // with [NewProcessor] (or [Handle] for the bus handler directly).
 //
 // Several processors, in one process or on several machines, may work the
-// same list at once: each batch is claimed with a lease, so no item is
-// worked by two at the same moment — provided each action ends within the
-// lease (see [WithLease]). A Processor is safe for concurrent use.
+// same list at once: each batch is claimed with a lease, renewed while its
+// actions run, so no item is worked by two at the same moment — provided
+// their clocks agree and each keeps its lease (see [WithLease] and the
+// package documentation, Leases). A Processor is safe for concurrent use.
 type Processor struct {
 	list   *List
 	action Action

@@ -56,6 +56,14 @@ const component = "todolist"
 //     kept as new work. Claims run under read committed, where each
 //     statement of the claim function sees what committed before it.
 //
+// Either way a lease is renewed every third of it while the batch's
+// actions run (lease.go): on SQLite claimed_until of the rows still
+// carrying the token, on PostgreSQL the claim row's until, each only if
+// the lease has not ended. A failed item leaves the claim at once (its
+// claim cleared, or its ID taken out of the claim row), so that it comes
+// back at its backoff time while the batch still runs. Every write of an
+// outcome requires the lease unlapsed at the processor's now.
+//
 // Version 2 adds todolist_counters: each list's running totals of what
 // processors did, one row per list that ever processed an item. The
 // processes serving status (the ticker) do not run the processors, so the

@@ -19,10 +19,15 @@ import (
 // added to by every processor of the list, in whichever process it runs,
 // once per batch; so a process that runs no processor (a status page)
 // reads them too. They only grow: removing or re-activating items leaves
-// them alone. They are exact, except that a processor that dies or loses
-// its database in the middle of a batch leaves out the failures and
-// parkings it had recorded on that batch's items (the items themselves
-// keep them). Completed is written in the same transaction as the
+// them alone. Both engines count by the same rule, so they agree: each
+// item is completed once, by the processor that writes its success under
+// a live claim (see the package documentation, Totals). A processor that
+// is cancelled writes what its batch did before it stops. One that dies
+// outright, or loses its database, in the middle of a batch leaves out
+// what it had not written: the failures and parkings of that batch (the
+// items themselves keep them), and its successes — the items still on the
+// list are worked and counted again, those its actions removed themselves
+// are not counted. Completed is written in the same transaction as the
 // processor's removal of the items it counts.
 type Stats struct {
 	// Pending counts the items that are not parked, whether due or not.
@@ -37,10 +42,13 @@ type Stats struct {
 	// time when none is due: how far behind the processor is.
 	OldestDue time.Time
 
-	// Completed is the total of actions that returned nil ([Result.Done]),
-	// including those whose own transaction removed the item — the usual
-	// case when the action appends events a projection of this list
-	// applies.
+	// Completed is the total of items completed: actions that returned
+	// nil ([Result.Done]) and whose success was written under the live
+	// claim, including those whose own transaction removed the item — the
+	// usual case when the action appends events a projection of this list
+	// applies. A success that came after its lease was lost is not
+	// counted (it is in [Result.Lost]): the processor that took the item
+	// over counts its own.
 	Completed int64
 	// Failures is the total of failed attempts recorded, including those
 	// that parked an item ([Result.Failed] plus [Result.Parked]). Version
