@@ -8,7 +8,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -53,7 +52,7 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	fs.BoolVar(&f.once, "once", false, "emit whatever is due up to now, release the lease, print one line of what was done on stderr, and exit (for an external timer)")
 	fs.StringVar(&f.until, "until", "", "backfill every boundary up to this time (not in the future; behind every cursor is a no-op, said so), release the lease and exit; "+timeRule)
 	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz and /metrics on this address, e.g. 127.0.0.1:9090 (not with --once or --until)")
-	fs.StringVar(&f.holder, "holder", "", "lease holder id among replicas (default host:pid, or host with --once/--until)")
+	fs.StringVar(&f.holder, "holder", "", "lease holder id among replicas (default host:pid:random, unique per process)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, fmt.Sprintf("how long a dead replica's lease blocks the others (%s to %s)", bounds["lease-ttl"].min, bounds["lease-ttl"].max))
 	if err := parse(fs, args); err != nil {
 		return err
@@ -107,8 +106,12 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 		return fmt.Errorf("prepare cursor store in %s: %w", f.db, err)
 	}
 	metrics := newMetrics()
+	holder := f.holder
+	if holder == "" {
+		holder = tick.NewHolderID()
+	}
 	opts = append(opts,
-		tick.WithLease(f.holderID(), f.leaseTTL),
+		tick.WithLease(holder, f.leaseTTL),
 		tick.WithObserver(metrics.observer()),
 		tick.WithLogger(slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{ReplaceAttr: losslessTimes}))),
 	)
@@ -123,10 +126,10 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	switch {
 	case f.once:
 		loc, _ := loadLocation(f.tz) // already checked by tickerOptions
-		return once(ctx, env, ticker, store, metrics, f.holderID(), loc)
+		return once(ctx, env, ticker, store, metrics, loc)
 	case backfill:
 		err := ticker.EmitUntil(ctx, until)
-		err = errors.Join(err, releaseLease(ctx, store, f.holderID()))
+		err = errors.Join(err, releaseLease(ctx, ticker))
 		if errors.Is(err, tick.ErrNothingToBackfill) {
 			// Running the same backfill twice is harmless: say so, exit 0.
 			fmt.Fprintf(env.Stderr, "nothing to backfill up to %s: %v\n", tick.FormatTime(until), err)
@@ -146,13 +149,13 @@ var (
 // once is "run --once": one pass, the lease released so that a timer on
 // another host can emit a moment later, and one line on stderr saying what
 // was done (stdout carries only events).
-func once(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStore, m *metrics, holder string, loc *time.Location) error {
+func once(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStore, m *metrics, loc *time.Location) error {
 	before, err := store.Cursors(ctx)
 	if err != nil {
 		return fmt.Errorf("read cursors: %w", err)
 	}
 	err = ticker.EmitDue(ctx)
-	released := releaseLease(ctx, store, holder)
+	released := releaseLease(ctx, ticker)
 	if err := errors.Join(err, released); err != nil {
 		return err
 	}
@@ -164,21 +167,14 @@ func once(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStor
 	return nil
 }
 
-// releaseLease gives up the lease if holder holds it: tick.Ticker.Stop
-// releases the lease of a started ticker, but EmitDue and EmitUntil run
-// without one and leave it to lapse after --lease-ttl. It runs even when
-// ctx was cancelled (a signal), within a bound of its own.
-func releaseLease(ctx context.Context, store *tick.SQLStore, holder string) error {
+// releaseLease gives up the lease EmitDue or EmitUntil took, through
+// Stop, so that a timer on another host can emit a moment later instead of
+// waiting --lease-ttl for it to lapse. It runs even when ctx was cancelled
+// (a signal), within a bound of its own.
+func releaseLease(ctx context.Context, ticker *tick.Ticker) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	lease, err := store.Lease(ctx)
-	if err != nil {
-		return fmt.Errorf("release the lease: %w", err)
-	}
-	if lease.Holder != holder {
-		return nil
-	}
-	if err := store.ReleaseLease(ctx, holder, lease.Term); err != nil {
+	if err := ticker.Stop(ctx); err != nil {
 		return fmt.Errorf("release the lease: %w", err)
 	}
 	return nil
@@ -351,22 +347,6 @@ func (f *runFlags) publisher(env Env) (tick.Publisher, error) {
 		fmt.Fprintf(env.Stderr, "warning: $%s is empty: webhook bodies are not signed\n", f.secretEnv)
 	}
 	return sink.NewFanout(sinks...), nil
-}
-
-func (f *runFlags) holderID() string {
-	if f.holder != "" {
-		return f.holder
-	}
-	host, err := os.Hostname()
-	if err != nil {
-		host = "ticker"
-	}
-	if f.once || f.until != "" {
-		// A one-shot run under an external timer re-takes its own lease
-		// at the next run instead of waiting for the previous one to lapse.
-		return host
-	}
-	return fmt.Sprintf("%s:%d", host, os.Getpid())
 }
 
 func openDB(ctx context.Context, dsn string) (*sqldb.DB, error) {
