@@ -136,7 +136,7 @@ func (s *SQLStore) AcquireLease(ctx context.Context, holder string, now time.Tim
 	// Take it over when expired (a new term) or renew our own (same term).
 	if _, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE tick_lease
 SET term = CASE WHEN holder = ? THEN term ELSE term + 1 END, holder = ?, expires_at = ?
-WHERE name = ? AND (holder = ? OR expires_at <= ?)`),
+WHERE name = ? AND (holder = ? OR holder = '' OR expires_at <= ?)`),
 		holder, holder, expires, leaseName, holder, nowNS); err != nil {
 		return Lease{}, fmt.Errorf("tick: acquire lease for %q: %w", holder, err)
 	}

@@ -128,3 +128,24 @@ func TestNewSQLStoreRejectsNil(t *testing.T) {
 	_, err := NewSQLStore(context.Background(), nil)
 	require.ErrorIs(t, err, ErrInvalidOption)
 }
+
+// A released lease is free whatever the clock says, also before 1970,
+// where the released row's expiry (the epoch) is still in the future.
+func TestReleasedLeaseIsFreeOnAClockBefore1970(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t0 := time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, f := range storeFactories() {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			s, second := f.open(t)
+			a, err := s.AcquireLease(ctx, "a", t0, time.Minute)
+			require.NoError(t, err)
+			require.NoError(t, s.ReleaseLease(ctx, "a", a.Term))
+			b, err := second().AcquireLease(ctx, "b", t0.Add(time.Second), time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, "b", b.Holder)
+			require.Equal(t, a.Term+1, b.Term)
+		})
+	}
+}
