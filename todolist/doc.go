@@ -103,7 +103,12 @@
 // processor that worked it, also when the action's own transaction had
 // removed the item. An item is therefore completed once, even when a lost
 // lease made it run twice: the late success is not counted, the
-// processor that took the item over counts its own.
+// processor that took the item over counts its own. What a batch cannot
+// write is not counted either: the successes of a processor that lost its
+// lease or died before its batch ended are counted again by whoever works
+// their items again — except items the actions removed themselves, which
+// no one works again and which then go uncounted. A processor whose
+// context is cancelled writes, and counts, what its batch did first.
 //
 // A processor that dies leaves its claims behind; they lapse after the lease
 // and another processor takes the items. Several processors may work one

@@ -271,9 +271,9 @@ func requireReAdded(t *testing.T, l *todolist.List, id string, due time.Time) {
 	require.Equal(t, todolist.Item{ID: id, Due: due, NextAttempt: due}, it)
 }
 
-// Done items are removed set-wise just before the next batch is claimed,
-// so changes made before then must survive the removal too, and a live
-// claim must hide its item.
+// Done items are removed set-wise when their batch ends, before the next
+// batch is claimed, so changes made before then must survive the removal
+// too, and a live claim must hide its item.
 func TestChangesMadeBeforeTheNextBatchAreKept(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {

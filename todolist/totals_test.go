@@ -144,3 +144,63 @@ func TestAllStatsListsAListWhoseItemsAreAllDone(t *testing.T) {
 		require.Equal(t, todolist.Stats{}, stats)
 	})
 }
+
+// Processors are killed again and again in the middle of their batches,
+// right after an action succeeded, and their successors take over once
+// the dead ones' leases ran out. The actions remove their own items, as
+// a projection of the events they append does, so no later processor sees
+// those items again: only the processor that worked an item can count it.
+// Completed must match the successes, on both engines.
+func TestTotalsMatchWhatHappenedAcrossKills(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
+		ctx := context.Background()
+		clock := clockwork.NewFakeClockAt(t0)
+		l := openList(t, db, "orders", todolist.WithListClock(clock))
+		const n = 40
+		for i := range n {
+			addItems(t, l, t0, fmt.Sprintf("order-%02d", i))
+		}
+		succeeded := map[string]int{}
+		calls, kills := 0, 0
+		for round := 0; round < 50; round++ {
+			killCtx, kill := context.WithCancel(ctx)
+			p := newProcessor(t, l, clock, func(ctx context.Context, it todolist.Item) error {
+				calls++
+				if calls%3 == 0 {
+					// Killed before this one: no effect.
+					kill()
+					return ctx.Err()
+				}
+				if err := l.Remove(ctx, it.ID); err != nil {
+					return err
+				}
+				succeeded[it.ID]++
+				if calls%7 == 0 {
+					kill() // killed right after a success
+				}
+				return nil
+			}, todolist.WithBatchSize(4), todolist.WithLease(time.Minute))
+			_, err := p.Process(killCtx, clock.Now())
+			if err != nil {
+				require.ErrorIs(t, err, context.Canceled)
+				kills++
+			}
+			kill()
+			stats, err := l.Stats(ctx, clock.Now())
+			require.NoError(t, err)
+			if stats.Pending == 0 {
+				break
+			}
+			clock.Advance(time.Minute) // the dead processor's claims lapse
+		}
+		require.Positive(t, kills)
+		require.Len(t, succeeded, n, "every item was worked")
+		for id, c := range succeeded {
+			require.Equal(t, 1, c, "item %s succeeded once", id)
+		}
+		stats, err := l.Stats(ctx, clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, todolist.Stats{Completed: n}, stats)
+	})
+}
