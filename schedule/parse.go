@@ -10,7 +10,8 @@ import (
 //
 //   - "@every 8h", optionally "@every 8h from 2026-01-01T06:00:00Z": an
 //     interval (Every) anchored at the given instant, else at the Unix
-//     epoch (so @every 8h fires at 00:00, 08:00 and 16:00 UTC);
+//     epoch (so @every 8h fires at 00:00, 08:00 and 16:00 UTC), its slots
+//     shown in loc;
 //   - an iCalendar recurrence: a DTSTART line and RRULE, RDATE or EXDATE
 //     lines, newline-separated (RRule);
 //   - otherwise a cron expression of 5 or 6 fields, or @yearly, @monthly,
@@ -21,14 +22,14 @@ func Parse(text string, loc *time.Location) (Spec, error) {
 	case t == "":
 		return nil, fmt.Errorf("%w: the spec is empty", ErrInvalidSpec)
 	case strings.HasPrefix(t, "@every"):
-		return parseEvery(t)
+		return parseEvery(t, loc)
 	case strings.HasPrefix(upper, "DTSTART") || strings.HasPrefix(upper, "RRULE:") || strings.Contains(upper, "\nRRULE:") || strings.Contains(upper, `\NRRULE:`):
 		return RRule(t, loc)
 	}
 	return Cron(t, loc)
 }
 
-func parseEvery(text string) (Spec, error) {
+func parseEvery(text string, loc *time.Location) (Spec, error) {
 	f := strings.Fields(text)
 	if len(f) != 2 && (len(f) != 4 || f[2] != "from") {
 		return nil, fmt.Errorf("%w: %q: want @every DURATION or @every DURATION from INSTANT", ErrInvalidSpec, text)
@@ -37,7 +38,10 @@ func parseEvery(text string) (Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: interval %q is not a duration such as 8h or 90m", ErrInvalidSpec, text, f[1])
 	}
-	anchor := time.Unix(0, 0).UTC()
+	if loc == nil {
+		loc = time.UTC
+	}
+	anchor := time.Unix(0, 0).In(loc) // the epoch, shown in loc
 	if len(f) == 4 {
 		if anchor, err = time.Parse(time.RFC3339, f[3]); err != nil {
 			return nil, fmt.Errorf("%w: %q: anchor %q is not an RFC 3339 instant", ErrInvalidSpec, text, f[3])

@@ -96,6 +96,7 @@ func commands() []command {
 		{"run", "publish the passage of time (JSON lines on stdout, or webhooks)", runCommand, graceRun},
 		{"status", "show each unit's cursor and lease, and every to-do list's backlog", statusCommand, graceOther},
 		{"preview", "list the next boundaries of a unit in a time zone", previewCommand, graceOther},
+		{"schedule", "schedules that send commands: preview a spec's fire instants", scheduleCommand, graceOther},
 		{"demo", "run the ordering example end to end on an accelerated clock", demoCommand, graceOther},
 		{"version", "print the version", versionCommand, graceOther},
 	}
