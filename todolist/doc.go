@@ -94,21 +94,41 @@
 //
 // # Totals
 //
-// Each batch adds its outcomes to the list's totals in the database, in
-// the statement that removes its done items on PostgreSQL and the same
-// transaction on SQLite, so any process — a status page that runs no
-// processor — reads them ([Stats].Completed, Failures and Parkings, from
-// [List.Stats] and [AllStats]). Both engines count by the same rule: a
-// success is completed when it is written under the live claim of the
-// processor that worked it, also when the action's own transaction had
-// removed the item. An item is therefore completed once, even when a lost
-// lease made it run twice: the late success is not counted, the
-// processor that took the item over counts its own. What a batch cannot
-// write is not counted either: the successes of a processor that lost its
-// lease or died before its batch ended are counted again by whoever works
-// their items again — except items the actions removed themselves, which
-// no one works again and which then go uncounted. A processor whose
-// context is cancelled writes, and counts, what its batch did first.
+// The list's totals live in the database, so any process — a status page
+// that runs no processor — reads them ([Stats].Completed, Failures and
+// Parkings, from [List.Stats] and [AllStats]). An item is completed when
+// its row is deleted because its processing succeeded, and it is counted
+// by the statement that deletes it, in that statement's transaction, by
+// the same rule on both engines:
+//
+//   - an action that removes its own item with [List.RemoveTx] (or
+//     [List.Remove]) under the ctx its processor gave it — directly, or
+//     through a [Projection] applied in the transaction that appends the
+//     action's events — counts it in that transaction;
+//   - the items whose action returned nil and which are still on the list
+//     are deleted, and counted, when their batch is settled: in the
+//     statement that deletes them on PostgreSQL, in the same transaction
+//     on SQLite, and only while the batch's lease holds.
+//
+// A row is deleted once, so an item is completed once, and its count
+// commits with its removal, whatever happens to the processor afterwards:
+// a processor killed in the middle of a batch leaves no removal uncounted.
+// A success that finds its item already gone — removed by its own action,
+// or by the processor that took it over after a lost lease — counts
+// nothing more. Not completions: a removal by anything but the item's own
+// action (an event handled outside any action, such as a payment; another
+// item's action), and a move to a later due time ([List.Add]: the same
+// item, completed when a later run removes it; a Remove and Add in the
+// action's transaction makes a new item, so the one worked is completed).
+// An action that removes its item and then returns an error has still
+// removed it: it is completed, and there is no failure to record. The
+// successes of a batch that lost its lease, or whose processor died,
+// before it was settled are not counted while their items are still on
+// the list: whoever works them again counts them. Failures and parkings
+// are counted when their batch is settled; a processor that dies first
+// leaves them out of the totals (the items keep their attempts and
+// errors). A processor whose context is cancelled settles, and counts,
+// what its batch did first.
 //
 // A processor that dies leaves its claims behind; they lapse after the lease
 // and another processor takes the items. Several processors may work one

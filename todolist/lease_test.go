@@ -225,6 +225,36 @@ func TestALapsedLeaseIsReportedAndCountsOneCompletion(t *testing.T) {
 	})
 }
 
+// The same with actions that remove their own items, as those that append
+// events a projection of the list applies do: the processor that took the
+// items over completes both by removing them, and the late success finds
+// its item gone and counts nothing.
+func TestALateSuccessThatRemovesItsItemCountsNothing(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
+		ctx := context.Background()
+		clock := clockwork.NewFakeClockAt(t0)
+		l := openList(t, db, "orders", todolist.WithListClock(clock))
+		addItems(t, l, t0.Add(-time.Minute), "slow")
+		addItems(t, l, t0, "next")
+		other := newProcessor(t, l, clock, removeOwn(l), todolist.WithLease(time.Minute))
+		first := newProcessor(t, l, clock, func(ctx context.Context, it todolist.Item) error {
+			clock.Advance(2 * time.Minute) // stalled past the lease
+			r, err := other.Process(ctx, clock.Now())
+			require.NoError(t, err)
+			require.Equal(t, 2, r.Done, "the lapsed claim let the other processor take both items")
+			return removeOwn(l)(ctx, it)
+		}, todolist.WithLease(time.Minute), todolist.WithTimeBudget(0))
+
+		r, err := first.Process(ctx, t0)
+		require.NoError(t, err)
+		require.Equal(t, todolist.Result{Cutoff: t0, Claimed: 2, Done: 1, Released: r.Released, Lost: 1, LeasesLost: 1}, r)
+		stats, err := l.Stats(ctx, clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, todolist.Stats{Completed: 2}, stats, "slow ran twice but was completed once")
+	})
+}
+
 // On PostgreSQL a renewal learns from the database that the claim is gone
 // (here deleted by hand, as a processor with a clock running ahead would
 // drop it): the processor starts nothing more and reports the loss.

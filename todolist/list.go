@@ -219,6 +219,19 @@ func (l *List) Remove(ctx context.Context, id string) error {
 
 // RemoveTx is [List.Remove] on ext, typically the caller's *sqlx.Tx. A
 // processor working the item when it is removed finds it gone and moves on.
+//
+// When ctx is the one a [Processor] gave the [Action] working this very
+// item (this list, this ID), or derives from it, the removal completes the
+// item: if it deletes the item, it adds one to the list's Completed total
+// ([Stats]) on ext, in the same transaction, so the completion commits or
+// rolls back with the removal. This is how an action whose events a
+// projection of its own list applies counts its item, even if its
+// processor dies before its batch ends. Any other removal — another item's
+// action, an event handled outside any action — counts nothing. On
+// PostgreSQL the count holds the lock on the list's row of totals until
+// ext's transaction ends, so the list's other actions and batch ends wait
+// for it there: commit soon after the removal, as an event store hook,
+// which runs last, does.
 func (l *List) RemoveTx(ctx context.Context, ext sqlx.ExtContext, id string) error {
 	if ext == nil {
 		return fmt.Errorf("todolist: remove from %q: %w: ext must not be nil", l.name, ErrInvalidArgument)
@@ -226,10 +239,34 @@ func (l *List) RemoveTx(ctx context.Context, ext sqlx.ExtContext, id string) err
 	if err := validateID(id); err != nil {
 		return fmt.Errorf("todolist: remove from %q: %w", l.name, err)
 	}
-	if _, err := ext.ExecContext(ctx, l.q.remove, l.name, id); err != nil {
-		return fmt.Errorf("todolist: remove %q from %q: %w", id, l.name, err)
+	if !l.working(ctx, id) {
+		if _, err := ext.ExecContext(ctx, l.q.remove, l.name, id); err != nil {
+			return fmt.Errorf("todolist: remove %q from %q: %w", id, l.name, err)
+		}
+		return nil
+	}
+	if err := l.removeCompleted(ctx, ext, id); err != nil {
+		return fmt.Errorf("todolist: remove %q from %q and count it completed: %w", id, l.name, err)
 	}
 	return nil
+}
+
+// removeCompleted deletes id and, if it was there, counts it completed, on
+// ext: in one statement on PostgreSQL, so that completing an item costs
+// its action no round trip more than removing it; in two on SQLite, which
+// cannot write two tables in one statement and runs in process anyway.
+func (l *List) removeCompleted(ctx context.Context, ext sqlx.ExtContext, id string) error {
+	if l.q.claimSets {
+		_, err := ext.ExecContext(ctx, l.q.removeCompleted, l.name, id)
+		return err
+	}
+	r, err := ext.ExecContext(ctx, l.q.remove, l.name, id)
+	n, err := rowsAffected(r, err)
+	if err != nil || n == 0 {
+		return err
+	}
+	_, err = ext.ExecContext(ctx, l.q.count, l.name, n, 0, 0)
+	return err
 }
 
 // Get returns the item with id, or an error wrapping [ErrNotFound].

@@ -39,6 +39,13 @@ import (
 // an action that decides from current state, as a level-triggered one
 // does, is. ctx ends when the tick's context does; a lost lease does not
 // cancel an action already running.
+//
+// ctx also tells which item the action works: an action that removes its
+// item with [List.RemoveTx] under ctx (or a context derived from it) — a
+// projection of the list applied in the transaction appending the
+// action's events does — counts it completed in that transaction, so the
+// completion survives its processor (see the package documentation,
+// Totals). Pass ctx on to whatever removes the item.
 type Action func(ctx context.Context, item Item) error
 
 // Result counts what one tick did.
@@ -343,16 +350,17 @@ func (p *Processor) claimRowsPostgres(ctx context.Context, args []any, leaseEnd 
 
 // settle writes what is left of a batch's outcome in one transaction,
 // while the batch's lease holds: it deletes the done items in one
-// statement, and adds the count of the batch's successes and its failures
-// and parkings to the list's totals; on PostgreSQL it also deletes the
-// batch's claim row, which releases the items it still held. Done items
-// that changed hands meanwhile are kept and counted as lost outcomes.
+// statement, and adds the number of rows it deleted and the batch's
+// failures and parkings to the list's totals; on PostgreSQL it also
+// deletes the batch's claim row, which releases the items it still held.
+// Done items that changed hands meanwhile are kept and counted as lost
+// outcomes.
 //
-// Every success written counts as completed, also when the action's own
-// transaction already removed the item, as a projection of the action's
-// events does. Once the lease is lost no success is written or counted:
-// another processor may have taken the items, and it is the one that
-// completes them (see [Stats]).
+// An item the action's own transaction removed is gone already: the
+// settle deletes nothing for it and counts nothing, since its removal
+// counted it (see [List.RemoveTx]). Once the lease is lost no success is
+// written or counted: another processor may have taken the items, and it
+// is the one that completes them (see [Stats]).
 func (p *Processor) settle(ctx context.Context, done batchDone, res *Result) error {
 	if done.empty() {
 		return nil
@@ -411,16 +419,15 @@ func (p *Processor) settleSQLite(ctx context.Context, done batchDone) (removed i
 			err = errors.Join(err, rbErr)
 		}
 	}()
-	completed := len(done.ids)
 	if held = done.lease.holds(p.cfg.clock.Now()) == nil; held {
 		r, err := p.exec(ctx, tx, removeDoneIDs, done.ids, l.name, done.token)
 		if removed, err = rowsAffected(r, err); err != nil {
 			return 0, false, err
 		}
-	} else {
-		completed = 0
 	}
-	if err := p.count(ctx, tx, completed, done); err != nil {
+	// Only the rows deleted here: those the actions removed themselves
+	// were counted by their removal (see List.RemoveTx).
+	if err := p.count(ctx, tx, removed, done); err != nil {
 		return 0, false, err
 	}
 	return removed, held, tx.Commit()
@@ -593,14 +600,31 @@ func rowsAffected(r sql.Result, err error) (int, error) {
 	return int(n), err
 }
 
-// run calls the action, turning a panic into an error.
+// run calls the action, turning a panic into an error. The action's ctx
+// tells [List.RemoveTx] which item it works.
 func (p *Processor) run(ctx context.Context, it Item) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %v", ErrActionPanicked, r)
 		}
 	}()
-	return p.action(ctx, it)
+	return p.action(context.WithValue(ctx, workingKey{}, working{list: p.list.name, id: it.ID}), it)
+}
+
+// working is what the ctx of an action carries: the list and the ID of
+// the item it works. A removal of that item under that ctx completes it
+// (see [List.RemoveTx]).
+type working struct {
+	list, id string
+}
+
+// workingKey is the context key of [working].
+type workingKey struct{}
+
+// working reports whether ctx is that of the action working id of l.
+func (l *List) working(ctx context.Context, id string) bool {
+	w, ok := ctx.Value(workingKey{}).(working)
+	return ok && w.list == l.name && w.id == id
 }
 
 // abandonTimeout bounds the removal of an abandoned batch's done items.

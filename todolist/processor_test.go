@@ -259,6 +259,10 @@ func TestChangesMadeWhileAnItemIsWorkedAreKept(t *testing.T) {
 		requireReAdded(t, l, "extended", t0.Add(time.Hour))
 		_, err = l.Get(ctx, "removed")
 		require.ErrorIs(t, err, todolist.ErrNotFound, "a failure does not resurrect a removed item")
+		stats, err := l.Stats(ctx, t0)
+		require.NoError(t, err)
+		require.Equal(t, todolist.Stats{Pending: 1, Completed: 1}, stats,
+			"the action removed its item: completed, and no failure to record; the extended one is still to do")
 	})
 }
 

@@ -159,6 +159,9 @@ type queries struct {
 	releaseConflicts string
 	// renew extends a live claim's lease: token, now, the new end.
 	renew string
+	// removeCompleted is remove for an action removing its own item: it
+	// also adds the row it deleted, if any, to the list's completed total.
+	removeCompleted string
 }
 
 // The set-wise statements on a batch on SQLite, completed by
@@ -243,10 +246,11 @@ SELECT id, due, attempts, last_error, ctid, xmin FROM picked`
 //
 // The done rows are joined to the arrays by ctid, which PostgreSQL finds
 // with one TID scan per row, and must still be the version claimed (see
-// sameRow). The counts are added while the claim holds, whoever removed
-// the rows: an action's own transaction may have removed its item, as a
-// projection of the action's events does. A processor whose claim lapsed
-// adds nothing, since another one works its items again.
+// sameRow). The counts are added while the claim holds; completed is the
+// number of rows the statement deleted, so an item whose action's own
+// transaction removed it (and counted it, see List.RemoveTx) is not
+// counted again. A processor whose claim lapsed adds nothing, since
+// another one works its items again.
 func settlePostgres(held string) string {
 	return `WITH held AS (` + held + `),
 done AS (
@@ -257,7 +261,7 @@ done AS (
 counted AS (
 	INSERT INTO todolist_counters (list, completed, failures, parkings)
 	SELECT $1, n.completed, n.failures, n.parkings FROM (
-		SELECT cardinality($3::text[]) AS completed,
+		SELECT (SELECT COUNT(*) FROM done) AS completed,
 			$5::bigint AS failures, $6::bigint AS parkings) AS n
 	WHERE (n.completed > 0 OR n.failures > 0 OR n.parkings > 0) AND EXISTS (SELECT 1 FROM held)` + addCounts + `)
 SELECT COUNT(*) FROM done`
@@ -351,6 +355,12 @@ UPDATE todolist_items AS t SET attempts = $1, last_error = $2, run_at = $3, park
 FROM (SELECT $8::tid AS ref, $6::text AS id, $9::xid AS version) AS d
 WHERE ` + sameRow + ` AND t.list = $5 AND EXISTS (SELECT 1 FROM held)`
 		q.renew = `UPDATE todolist_claims SET until = $3 WHERE token = $1 AND until > $2`
+		// The list and the ID; the counters are written only when the
+		// item was there, so removing it twice counts it once.
+		q.removeCompleted = `WITH gone AS (
+	DELETE FROM todolist_items WHERE list = $1 AND id = $2 RETURNING 1)
+INSERT INTO todolist_counters (list, completed, failures, parkings)
+SELECT $1, COUNT(*), 0, 0 FROM gone HAVING COUNT(*) > 0` + addCounts
 		// The next run, the list, the token, then the conflicting rows'
 		// ctids, IDs and versions. A re-added row is a new version and
 		// keeps its own due time.

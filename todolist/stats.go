@@ -16,19 +16,19 @@ import (
 // did with the list's items so far.
 //
 // The totals (Completed, Failures, Parkings) are kept in the database and
-// added to by every processor of the list, in whichever process it runs,
-// once per batch; so a process that runs no processor (a status page)
-// reads them too. They only grow: removing or re-activating items leaves
-// them alone. Both engines count by the same rule, so they agree: each
-// item is completed once, by the processor that writes its success under
-// a live claim (see the package documentation, Totals). A processor that
-// is cancelled writes what its batch did before it stops. One that dies
-// outright, or loses its database, in the middle of a batch leaves out
-// what it had not written: the failures and parkings of that batch (the
-// items themselves keep them), and its successes — the items still on the
-// list are worked and counted again, those its actions removed themselves
-// are not counted. Completed is written in the same transaction as the
-// processor's removal of the items it counts.
+// added to by every processor of the list, in whichever process it runs;
+// so a process that runs no processor (a status page) reads them too.
+// They only grow: removing or re-activating items leaves them alone. Both
+// engines count by the same rule, so they agree (see the package
+// documentation, Totals): an item is completed by the deletion of its row
+// because it was worked successfully, in the deletion's own transaction —
+// its action's removal of it, or its processor's once the batch ends. A
+// processor that dies, or loses its database, in the middle of a batch
+// leaves out only what it had not written: the successes whose items are
+// still on the list (worked and counted again by another processor), and
+// the failures and parkings of that batch (the items themselves keep
+// them). A processor that is cancelled writes what its batch did before it
+// stops.
 type Stats struct {
 	// Pending counts the items that are not parked, whether due or not.
 	Pending int
@@ -42,13 +42,17 @@ type Stats struct {
 	// time when none is due: how far behind the processor is.
 	OldestDue time.Time
 
-	// Completed is the total of items completed: actions that returned
-	// nil ([Result.Done]) and whose success was written under the live
-	// claim, including those whose own transaction removed the item — the
-	// usual case when the action appends events a projection of this list
-	// applies. A success that came after its lease was lost is not
-	// counted (it is in [Result.Lost]): the processor that took the item
-	// over counts its own.
+	// Completed is the total of items completed: removed from the list
+	// because they were worked successfully, each counted once, in the
+	// transaction that removed it. That is either the removal an action
+	// made of its own item under the ctx its processor gave it (see
+	// [List.RemoveTx]) — the usual case when the action appends events a
+	// projection of this list applies — or, for an action that returned
+	// nil ([Result.Done]) and left its item on the list, the processor's
+	// removal at the end of the batch, while its lease holds. A success
+	// that finds its item already removed counts nothing more: a late one
+	// after a lost lease is in [Result.Lost], and the processor that took
+	// the item over counts it.
 	Completed int64
 	// Failures is the total of failed attempts recorded, including those
 	// that parked an item ([Result.Failed] plus [Result.Parked]). Version

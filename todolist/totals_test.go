@@ -3,6 +3,7 @@ package todolist_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -202,5 +203,161 @@ func TestTotalsMatchWhatHappenedAcrossKills(t *testing.T) {
 		stats, err := l.Stats(ctx, clock.Now())
 		require.NoError(t, err)
 		require.Equal(t, todolist.Stats{Completed: n}, stats)
+	})
+}
+
+// removeOwn is an action that removes its own item in a transaction of its
+// own, under the ctx the processor gave it, as an action appending events
+// that a projection of the list applies does.
+func removeOwn(l *todolist.List) todolist.Action {
+	return func(ctx context.Context, it todolist.Item) error {
+		tx, err := l.DB().BeginTxx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		if err := l.RemoveTx(ctx, tx, it.ID); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+}
+
+// A processor dies outright (kill -9) in the middle of a batch, after some
+// of its actions removed their own items and committed: it settles
+// nothing. No one works those items again, so their removal must have
+// counted them; the survivor counts the rest once the lease ran out.
+func TestTotalsCountTheCompletionsOfAProcessorThatDied(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
+		ctx := context.Background()
+		clock := clockwork.NewFakeClockAt(t0)
+		l := openList(t, db, "orders", todolist.WithListClock(clock))
+		const n = 12
+		for i := range n {
+			addItems(t, l, t0, fmt.Sprintf("order-%02d", i))
+		}
+		calls := 0
+		doomed := newProcessor(t, l, clock, func(ctx context.Context, it todolist.Item) error {
+			calls++
+			if calls == 8 {
+				// The process dies: the goroutine ends here, so neither
+				// this batch's settle nor anything after it runs.
+				runtime.Goexit()
+			}
+			return removeOwn(l)(ctx, it)
+		}, todolist.WithBatchSize(5), todolist.WithLease(time.Minute))
+		died := make(chan struct{})
+		go func() {
+			defer close(died)
+			_, _ = doomed.Process(ctx, t0)
+			t.Error("the doomed processor returned")
+		}()
+		<-died
+
+		stats, err := l.Stats(ctx, clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, todolist.Stats{Pending: n - 7, Due: n - 7, OldestDue: t0, Completed: 7}, stats,
+			"the first batch settled; the second's two removals counted themselves")
+
+		survivor := newProcessor(t, l, clock, removeOwn(l), todolist.WithLease(time.Minute))
+		r, err := survivor.Process(ctx, clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, n-10, r.Done, "the dead processor's claims still hold")
+		clock.Advance(time.Minute)
+		r, err = survivor.Process(ctx, clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, 3, r.Done, "after the lease the survivor finishes the dead batch")
+
+		stats, err = l.Stats(ctx, clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, todolist.Stats{Completed: n}, stats, "every item completed once")
+	})
+}
+
+// Only an action's removal of its own item completes it. Removing another
+// item of the list, or an item with the same ID on another list, under an
+// action's ctx counts nothing; neither does a removal outside any action,
+// as a domain event (an order paid) makes it.
+func TestOnlyAnActionRemovingItsOwnItemCompletesIt(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
+		ctx := context.Background()
+		clock := clockwork.NewFakeClockAt(t0)
+		orders := openList(t, db, "orders", todolist.WithListClock(clock))
+		refunds := openList(t, db, "refunds", todolist.WithListClock(clock))
+		addItems(t, orders, t0.Add(-time.Minute), "a")
+		addItems(t, orders, t0, "paid", "own")
+		addItems(t, orders, t0.Add(time.Hour), "later")
+		addItems(t, refunds, t0, "a")
+
+		// An event outside any action: removed, not completed.
+		require.NoError(t, orders.Remove(ctx, "paid"))
+		p := newProcessor(t, orders, clock, func(ctx context.Context, it todolist.Item) error {
+			if it.ID == "own" {
+				return removeOwn(orders)(ctx, it)
+			}
+			// The action for a removes another item of its list and
+			// the same ID on another list.
+			if err := orders.Remove(ctx, "later"); err != nil {
+				return err
+			}
+			return refunds.Remove(ctx, "a")
+		})
+		r, err := p.Process(ctx, t0)
+		require.NoError(t, err)
+		require.Equal(t, todolist.Result{Cutoff: t0, Claimed: 2, Done: 2, Lost: 1}, r)
+
+		all, err := todolist.AllStats(ctx, db.DB, t0)
+		require.NoError(t, err)
+		require.Equal(t, []todolist.ListStats{{Name: "orders", Stats: todolist.Stats{Completed: 2}}}, all,
+			"a, removed by its processor, and own, by its action; refunds never completed anything")
+	})
+}
+
+// An action may end its item and start it anew: removed and added again in
+// its own transaction, it is a new item, and the one it worked is
+// completed. Moved to a later due time (added again without the removal),
+// it is the same item, completed once when its later run removes it.
+func TestAnItemReAddedByItsActionIsCompletedOncePerRemoval(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
+		ctx := context.Background()
+		clock := clockwork.NewFakeClockAt(t0)
+		l := openList(t, db, "orders", todolist.WithListClock(clock))
+		addItems(t, l, t0, "renewed", "moved")
+		next := t0.Add(time.Hour)
+		first := newProcessor(t, l, clock, func(ctx context.Context, it todolist.Item) error {
+			tx, err := l.DB().BeginTxx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = tx.Rollback() }()
+			if it.ID == "renewed" {
+				if err := l.RemoveTx(ctx, tx, it.ID); err != nil {
+					return err
+				}
+			}
+			if err := l.AddTx(ctx, tx, it.ID, next); err != nil {
+				return err
+			}
+			return tx.Commit()
+		})
+		r, err := first.Process(ctx, t0)
+		require.NoError(t, err)
+		require.Equal(t, todolist.Result{Cutoff: t0, Claimed: 2, Done: 2, Lost: 2}, r)
+		requireReAdded(t, l, "renewed", next)
+		requireReAdded(t, l, "moved", next)
+		stats, err := l.Stats(ctx, t0)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), stats.Completed, "renewed's first item was removed, moved is still the same item")
+
+		clock.Advance(time.Hour)
+		r, err = newProcessor(t, l, clock, succeed).Process(ctx, clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, 2, r.Done)
+		stats, err = l.Stats(ctx, clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, todolist.Stats{Completed: 3}, stats)
 	})
 }
