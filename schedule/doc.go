@@ -1,6 +1,9 @@
-// Package schedule describes recurring schedules: the instants ("slots")
-// at which a schedule fires, as a one-method Spec (Next) that parsers
-// return and that unions and exceptions compose.
+// Package schedule runs recurring schedules that send commands: "every 8
+// hours", "Fridays at 12:00 in Europe/Warsaw", a cron expression, an RFC
+// 5545 rule, Easter Monday. A spec gives the instants ("slots") at which a
+// schedule fires, as a one-method Spec (Next) that parsers return and that
+// unions and exceptions compose; a Scheduler stores schedules and fires
+// their slots through a to-do list, exactly once each.
 //
 // # Kinds of spec
 //
@@ -19,6 +22,43 @@
 //     rule that removes a date's slots.
 //
 // Parse reads the text forms the ticker's command line takes.
+//
+// # Stored schedules
+//
+// A Scheduler (Open) keeps schedules in a database — SQLite or
+// PostgreSQL — and fires them. A schedule is a Definition: a name, a spec,
+// a command and its payload, a catch-up policy and an end (MaxRuns,
+// Until). Its state is one row (the definition's text and hash, runs,
+// skipped slots, paused), and its next slot is one item of a to-do list,
+// due at that slot. Nothing else wakes it: the to-do list's processor
+// (Scheduler.Processor), driven by the passage of time like any other,
+// finds the item due and fires it, level-triggered. Hence:
+//
+//   - Firing a slot is one transaction: record the run (its slot id — the
+//     schedule's name and the slot's instant — is unique), hand the run to
+//     the Handler with the transaction, and move the item to the following
+//     slot. A handler error or a crash rolls all of it back, and the slot
+//     is tried again, after a backoff, under the same slot id; a slot is
+//     never recorded twice, on any number of replicas.
+//   - A wake-up that comes early finds nothing due and changes nothing;
+//     the next one fires the slot. A late, lost or doubled wake-up costs
+//     nothing either.
+//   - Sync at every start stores new schedules, leaves unchanged ones
+//     exactly as they are (their next slot neither fires again nor moves),
+//     and reprograms changed ones from now: "every hour" replaces "every 8
+//     hours" at once.
+//   - Every run has a fresh run id and the deterministic slot id.
+//   - Slots that passed while nothing fired them follow the ticker's
+//     catch-up policies (tick.All, tick.LatestOnly — the default —,
+//     tick.Skip); what is not fired is counted and published as
+//     SlotsSkipped, never silent.
+//   - Pause, Resume, Trigger (a run now, outside the plan, with its own
+//     id) and Delete change a schedule in one transaction each.
+//
+// A schedule this process declared fires by its Spec; one declared
+// elsewhere fires by its stored text, which Parse must read back
+// (intervals, cron, RFC 5545 rules and calendars do; Easter, unions and
+// exceptions must be declared by the process that fires them).
 //
 // # Zones and daylight saving
 //

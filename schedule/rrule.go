@@ -57,6 +57,15 @@ func RRule(text string, loc *time.Location) (Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The spec's text names its zone, so that it reads back the same
+	// without loc (a stored schedule is read back that way).
+	if !strings.Contains(strings.ToUpper(dtstart), "TZID=") && !strings.HasSuffix(dtstart, "Z") {
+		for i, line := range lines {
+			if line == dtstart {
+				lines[i] = fmt.Sprintf("DTSTART;TZID=%s:%s", zone, start.Format(rrule.LocalDateTimeFormat))
+			}
+		}
+	}
 	if len(rules) == 0 {
 		rules = []string{""} // RDATEs alone
 	}

@@ -188,3 +188,17 @@ func TestParse(t *testing.T) {
 		require.ErrorContains(t, err, want, text)
 	}
 }
+
+func TestAFloatingRuleReadsBackInItsZone(t *testing.T) {
+	t.Parallel()
+	warsaw, err := time.LoadLocation("Europe/Warsaw")
+	require.NoError(t, err)
+	s, err := schedule.RRule("DTSTART:20260101T093000\nRRULE:FREQ=DAILY", warsaw)
+	require.NoError(t, err)
+	require.Equal(t, "DTSTART;TZID=Europe/Warsaw:20260101T093000\nRRULE:FREQ=DAILY", s.String())
+	back, err := schedule.Parse(s.String(), nil)
+	require.NoError(t, err)
+	from := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	require.True(t, s.Next(from).Equal(back.Next(from)))
+	require.Equal(t, "2026-06-01T09:30:00+02:00", back.Next(from).Format(time.RFC3339))
+}

@@ -1,0 +1,698 @@
+package schedule
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/todolist"
+)
+
+// ErrUnknownSchedule is returned for a name no schedule has.
+var ErrUnknownSchedule = errors.New("schedule: unknown schedule")
+
+// Definition is a schedule as the application declares it (Sync).
+type Definition struct {
+	// Name identifies the schedule: its row, its to-do item's ID and the
+	// first part of every slot id. Required.
+	Name string
+	// Spec gives the slots. Required.
+	Spec Spec
+	// Command names what the schedule sends; Payload is its content. Both
+	// reach the Handler as they are.
+	Command string
+	Payload []byte
+	// CatchUp decides what happens to slots that passed while nothing fired
+	// them (the process was down, or a run failed until the next slot):
+	// tick.LatestOnly (nil means it) fires the latest once and reports the
+	// others skipped; tick.All{Window, Max} fires each one within
+	// Window of now, the latest Max of them, oldest first; tick.Skip fires
+	// only a slot that passed within the live window (WithLiveWindow).
+	// Whatever is not fired is counted and reported (SlotsSkipped).
+	CatchUp tick.CatchUp
+	// MaxRuns ends the schedule after this many runs of its plan (manual
+	// triggers do not count); 0 means no limit.
+	MaxRuns int
+	// Until ends the schedule: no slot after it. Zero means no end.
+	Until time.Time
+}
+
+// Run is one firing of a schedule, as its Handler sees it.
+type Run struct {
+	// RunID is fresh for every run: the run's own correlation id.
+	RunID string
+	// SlotID is the schedule's name and the slot's instant: the same for
+	// every attempt of the same slot on every replica, so a receiver can
+	// deduplicate by it. A manual run's slot id names the run instead.
+	SlotID string
+	// Schedule is the schedule's name.
+	Schedule string
+	// Slot is the instant the run was planned for; FiredAt when it fired.
+	Slot, FiredAt time.Time
+	// Attempt counts from 1; it grows when a run failed and is retried.
+	Attempt int
+	// Manual is true for a run started by Trigger, outside the plan.
+	Manual bool
+	// Command and Payload are the schedule's.
+	Command string
+	Payload []byte
+}
+
+// Handler receives each run of every schedule, inside the transaction that
+// records the run and moves the schedule to its next slot: what it writes
+// with tx (an outbox row, an event) commits with the run or not at all. An
+// error rolls everything back; the slot is tried again after a backoff,
+// with the same SlotID. A run may be attempted more than once (a crash
+// after the handler's side effects outside tx), never recorded twice.
+type Handler func(ctx context.Context, tx *sqlx.Tx, run Run) error
+
+// SlotsSkipped reports slots a catch-up policy did not fire, published
+// (WithPublisher) after the transaction that counted them commits.
+type SlotsSkipped struct {
+	Schedule string
+	// From and To are the first and last skipped slots; Count how many
+	// there were (from From to To inclusive).
+	From, To time.Time
+	Count    int64
+	// Policy names the catch-up policy: "all", "latest-only" or "skip".
+	Policy string
+}
+
+// Scheduler keeps schedules in a database and fires their slots. Each
+// schedule's next slot is one item of a to-do list: a Processor over that
+// list (Scheduler.Processor), driven by the passage of time like any
+// other, fires what is due. A Scheduler is safe for concurrent use, and
+// any number of processes may open one on the same database: the to-do
+// list's claims keep two of them from firing one schedule at once, and the
+// run's slot id keeps a slot from being recorded twice.
+type Scheduler struct {
+	db        *sqlx.DB
+	list      *todolist.List
+	handler   Handler
+	clock     clockwork.Clock
+	publisher tick.Publisher
+	live      time.Duration
+
+	mu       sync.Mutex
+	declared map[string]Definition // by Sync in this process
+
+	reportFailures atomic.Int64
+}
+
+// Option configures a Scheduler.
+type Option func(*Scheduler) error
+
+// WithClock sets the clock the scheduler plans by; the default is the
+// real one.
+func WithClock(c clockwork.Clock) Option {
+	return func(s *Scheduler) error {
+		if c == nil {
+			return fmt.Errorf("%w: WithClock: clock must not be nil", ErrInvalidSpec)
+		}
+		s.clock = c
+		return nil
+	}
+}
+
+// WithPublisher publishes a SlotsSkipped for every skip (the bus's
+// Publish fits).
+func WithPublisher(p tick.Publisher) Option {
+	return func(s *Scheduler) error {
+		s.publisher = p
+		return nil
+	}
+}
+
+// WithLiveWindow sets how late a slot may be fired and still count as on
+// time for tick.Skip (default 2 minutes: a minute's tick, and its
+// processing).
+func WithLiveWindow(d time.Duration) Option {
+	return func(s *Scheduler) error {
+		if d <= 0 || d > MaxInterval {
+			return fmt.Errorf("%w: WithLiveWindow: %v must be positive and at most %v", ErrInvalidSpec, d, MaxInterval)
+		}
+		s.live = d
+		return nil
+	}
+}
+
+// Open returns the scheduler of db, creating its tables on first use. The
+// handler receives every run.
+func Open(ctx context.Context, db *sqlx.DB, handler Handler, opts ...Option) (*Scheduler, error) {
+	if db == nil || handler == nil {
+		return nil, errors.New("schedule: open: db and handler must not be nil")
+	}
+	s := &Scheduler{db: db, handler: handler, clock: clockwork.NewRealClock(), live: 2 * time.Minute, declared: map[string]Definition{}}
+	for _, opt := range opts {
+		if err := opt(s); err != nil {
+			return nil, fmt.Errorf("schedule: open: %w", err)
+		}
+	}
+	if err := sqldb.Migrate(ctx, db, "schedule", migrations); err != nil {
+		return nil, fmt.Errorf("schedule: open: %w", err)
+	}
+	list, err := todolist.Open(ctx, db, listName, todolist.WithListClock(s.clock))
+	if err != nil {
+		return nil, fmt.Errorf("schedule: open: %w", err)
+	}
+	s.list = list
+	return s, nil
+}
+
+// Processor returns a processor of the schedules' to-do list that fires
+// due slots; subscribe its handler to the passage of time, e.g.
+// bus.Subscribe(b, todolist.Handler[tick.MinuteHasPassed](p)). Its
+// options (batch size, lease, attempts, backoff) apply to runs: a failing
+// run is retried with backoff and parked after the maximum attempts.
+func (s *Scheduler) Processor(opts ...todolist.ProcessorOption) (*todolist.Processor, error) {
+	return todolist.NewProcessor(s.list, s.fire, append([]todolist.ProcessorOption{todolist.WithClock(s.clock)}, opts...)...)
+}
+
+// ToDo returns the to-do list that holds each schedule's next slot.
+func (s *Scheduler) ToDo() *todolist.List { return s.list }
+
+// SyncResult says what Sync did with each declared schedule.
+type SyncResult struct {
+	Added, Changed, Unchanged []string
+}
+
+// Sync makes the stored schedules match the declared ones, as an
+// application does at every start. A schedule that is new is stored, its
+// first slot the first after now. One whose definition is unchanged is
+// left exactly as it is: its next slot neither fires again nor moves. One
+// whose definition changed takes effect at once: its next slot is
+// recomputed from now, so "every hour" replaces "every 8 hours" without
+// waiting out the pending 8 hours. Its runs so far still count toward
+// MaxRuns. A paused schedule stays paused.
+//
+// Stored schedules that are not declared are left alone (another process
+// may declare them, or an operator may have added them); Delete removes
+// one. Schedules this process declares fire by their Spec; others by the
+// stored text of theirs, which must read back (Parse).
+func (s *Scheduler) Sync(ctx context.Context, defs ...Definition) (SyncResult, error) {
+	var res SyncResult
+	seen := map[string]bool{}
+	for _, d := range defs {
+		if err := d.validate(); err != nil {
+			return res, err
+		}
+		if seen[d.Name] {
+			return res, fmt.Errorf("%w: sync: schedule %q is declared twice", ErrInvalidSpec, d.Name)
+		}
+		seen[d.Name] = true
+		outcome, err := s.sync(ctx, d)
+		if err != nil {
+			return res, fmt.Errorf("schedule: sync %q: %w", d.Name, err)
+		}
+		switch outcome {
+		case "added":
+			res.Added = append(res.Added, d.Name)
+		case "changed":
+			res.Changed = append(res.Changed, d.Name)
+		default:
+			res.Unchanged = append(res.Unchanged, d.Name)
+		}
+		s.mu.Lock()
+		s.declared[d.Name] = d
+		s.mu.Unlock()
+	}
+	return res, nil
+}
+
+func (d Definition) validate() error {
+	switch {
+	case d.Name == "":
+		return fmt.Errorf("%w: a schedule needs a name", ErrInvalidSpec)
+	case len(d.Name) > 200:
+		return fmt.Errorf("%w: schedule name %.20q… is longer than 200 bytes", ErrInvalidSpec, d.Name)
+	case d.Spec == nil:
+		return fmt.Errorf("%w: schedule %q has no spec", ErrInvalidSpec, d.Name)
+	case d.MaxRuns < 0:
+		return fmt.Errorf("%w: schedule %q: MaxRuns %d is negative", ErrInvalidSpec, d.Name, d.MaxRuns)
+	}
+	if d.CatchUp != nil {
+		if a, ok := d.CatchUp.(tick.All); ok && (a.Window <= 0 || a.Max <= 0 || a.Window > tick.MaxDuration) {
+			return fmt.Errorf("%w: schedule %q: catch-up All needs a positive Window (at most %v) and Max, got %v and %d", ErrInvalidSpec, d.Name, tick.MaxDuration, a.Window, a.Max)
+		}
+	}
+	return nil
+}
+
+// policyText is a catch-up policy's stored form: "latest-only", "skip"
+// or "all/WINDOW/MAX".
+func policyText(p tick.CatchUp) string {
+	if a, ok := p.(tick.All); ok {
+		return fmt.Sprintf("all/%s/%d", a.Window, a.Max)
+	}
+	return policyName(p)
+}
+
+func parsePolicy(text string) tick.CatchUp {
+	parts := strings.Split(text, "/")
+	if len(parts) == 3 && parts[0] == "all" {
+		w, err1 := time.ParseDuration(parts[1])
+		m, err2 := strconv.Atoi(parts[2])
+		if err1 == nil && err2 == nil {
+			return tick.All{Window: w, Max: m}
+		}
+	}
+	if text == "skip" {
+		return tick.Skip{}
+	}
+	return tick.LatestOnly{}
+}
+
+// hash is the identity of everything that shapes a schedule's slots and
+// runs: a change to any of it reprograms the schedule.
+func (d Definition) hash() string {
+	h := sha256.New()
+	for _, part := range []string{d.Spec.String(), d.Command, string(d.Payload), policyText(d.CatchUp), fmt.Sprint(d.MaxRuns), d.Until.UTC().Format(time.RFC3339Nano)} {
+		fmt.Fprintf(h, "%d:%s;", len(part), part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// state is a schedule's row.
+type state struct {
+	Name     string `db:"name"`
+	Spec     string `db:"spec"`
+	Hash     string `db:"hash"`
+	Command  string `db:"command"`
+	Payload  []byte `db:"payload"`
+	CatchUp  string `db:"catch_up"`
+	MaxRuns  int    `db:"max_runs"`
+	Until    int64  `db:"until"`
+	Paused   int    `db:"paused"`
+	Runs     int64  `db:"runs"`
+	Skipped  int64  `db:"skipped"`
+	NextSlot int64  `db:"next_slot"`
+}
+
+func (s *Scheduler) load(ctx context.Context, q sqlx.QueryerContext, name string) (state, bool, error) {
+	var st state
+	err := sqlx.GetContext(ctx, q, &st, s.db.Rebind(selectSchedule), name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, false, nil
+	}
+	return st, err == nil, err
+}
+
+func (s *Scheduler) sync(ctx context.Context, d Definition) (string, error) {
+	hash := d.hash()
+	outcome := ""
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		st, found, err := s.load(ctx, tx, d.Name)
+		if err != nil {
+			return err
+		}
+		if found && st.Hash == hash {
+			outcome = "unchanged"
+			return nil
+		}
+		next := d.nextAfter(s.clock.Now(), st.Runs)
+		until := int64(0)
+		if !d.Until.IsZero() {
+			until = sqldb.EncodeTime(d.Until)
+		}
+		if !found {
+			outcome = "added"
+			_, err = tx.ExecContext(ctx, tx.Rebind(insertSchedule), d.Name, d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next))
+		} else {
+			outcome = "changed"
+			if st.Paused != 0 {
+				next = time.Time{}
+			}
+			_, err = tx.ExecContext(ctx, tx.Rebind(updateDefinition), d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next), d.Name)
+			if err == nil {
+				// Remove first: a re-add never brings an item forward.
+				err = s.list.RemoveTx(ctx, tx, d.Name)
+			}
+		}
+		if err == nil && !next.IsZero() {
+			err = s.list.AddTx(ctx, tx, d.Name, next)
+		}
+		return err
+	})
+	return outcome, err
+}
+
+// nextAfter returns the first slot after t that the definition still
+// fires, given runs so far, or zero when it has ended.
+func (d Definition) nextAfter(t time.Time, runs int64) time.Time {
+	if d.MaxRuns > 0 && runs >= int64(d.MaxRuns) {
+		return time.Time{}
+	}
+	n := d.Spec.Next(t)
+	if !d.Until.IsZero() && n.After(d.Until) {
+		return time.Time{}
+	}
+	return n
+}
+
+func encodeSlot(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return sqldb.EncodeTime(t)
+}
+
+func (s *Scheduler) inTx(ctx context.Context, f func(tx *sqlx.Tx) error) error {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	return tx.Commit()
+}
+
+// definition returns how to fire a stored schedule: as this process
+// declared it, else from its stored text.
+func (s *Scheduler) definition(st state) (Definition, error) {
+	s.mu.Lock()
+	d, ok := s.declared[st.Name]
+	s.mu.Unlock()
+	if ok && d.hash() == st.Hash {
+		return d, nil
+	}
+	spec, err := Parse(st.Spec, time.UTC)
+	if err != nil {
+		return Definition{}, fmt.Errorf("schedule %q: its stored spec %q does not read back (declare it with Sync in the process that fires it): %w", st.Name, st.Spec, err)
+	}
+	d = Definition{Name: st.Name, Spec: spec, Command: st.Command, Payload: st.Payload, MaxRuns: st.MaxRuns}
+	if st.Until != 0 {
+		d.Until = sqldb.DecodeTime(st.Until)
+	}
+	d.CatchUp = parsePolicy(st.CatchUp)
+	return d, nil
+}
+
+// maxCounted bounds how many missed slots a catch-up plan walks through;
+// past it, the count of skipped slots is a lower bound.
+const maxCounted = 1_000_000
+
+// plan is what one firing does: fire one slot (or none), and report the
+// slots before it (or all of them) skipped.
+type plan struct {
+	fire             time.Time
+	skipFrom, skipTo time.Time
+	skipped          int64
+}
+
+// planFor applies the catch-up policy to the slots from first (the due
+// item's) to now.
+func (s *Scheduler) planFor(d Definition, first, now time.Time) plan {
+	var slots []time.Time // the latest ones, as many as the policy may fire
+	keep := 1
+	if a, ok := d.CatchUp.(tick.All); ok {
+		keep = a.Max
+	}
+	var p plan
+	walked := 0
+	for at := first; !at.IsZero() && !at.After(now) && walked < maxCounted; at = d.Spec.Next(at) {
+		if !d.Until.IsZero() && at.After(d.Until) {
+			break
+		}
+		walked++
+		if len(slots) == keep {
+			p.skip(slots[0])
+			slots = slots[1:]
+		}
+		slots = append(slots, at)
+	}
+	if len(slots) == 0 {
+		return p
+	}
+	switch c := d.CatchUp.(type) {
+	case tick.All:
+		for len(slots) > 0 && slots[0].Before(now.Add(-c.Window)) {
+			p.skip(slots[0])
+			slots = slots[1:]
+		}
+	case tick.Skip:
+		if now.Sub(slots[0]) > s.live {
+			p.skip(slots[0])
+			slots = nil
+		}
+	}
+	if len(slots) > 0 {
+		p.fire = slots[0]
+	}
+	return p
+}
+
+func (p *plan) skip(at time.Time) {
+	if p.skipFrom.IsZero() {
+		p.skipFrom = at
+	}
+	p.skipTo = at
+	p.skipped++
+}
+
+// fire is the to-do list's action: the schedule item.ID is due.
+func (s *Scheduler) fire(ctx context.Context, item todolist.Item) error {
+	now := s.clock.Now()
+	var skipped *SlotsSkipped
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		st, found, err := s.load(ctx, tx, item.ID)
+		if err != nil || !found || st.Paused != 0 {
+			return err // deleted or paused: nothing to fire, the item goes
+		}
+		d, err := s.definition(st)
+		if err != nil {
+			return err
+		}
+		p := s.planFor(d, item.Due, now)
+		fired := int64(0)
+		if !p.fire.IsZero() && (d.MaxRuns == 0 || st.Runs < int64(d.MaxRuns)) {
+			ran, err := s.run(ctx, tx, st, p.fire, item.Attempts+1)
+			if err != nil {
+				return err
+			}
+			if ran {
+				fired = 1
+			}
+		}
+		after := p.fire
+		if after.IsZero() {
+			after = now // every slot so far was skipped
+		}
+		next := d.nextAfter(after, st.Runs+fired)
+		if _, err := tx.ExecContext(ctx, tx.Rebind(recordFired), fired, p.skipped, encodeSlot(next), st.Name); err != nil {
+			return err
+		}
+		if p.skipped > 0 {
+			skipped = &SlotsSkipped{Schedule: st.Name, From: p.skipFrom, To: p.skipTo, Count: p.skipped, Policy: policyName(d.CatchUp)}
+		}
+		if next.IsZero() {
+			return nil // ended: the processor removes the item
+		}
+		return s.list.AddTx(ctx, tx, st.Name, next) // a later due time moves the item
+	})
+	if err != nil {
+		return fmt.Errorf("schedule %q: fire the slot due %s: %w", item.ID, tick.FormatTime(item.Due), err)
+	}
+	if skipped != nil && s.publisher != nil {
+		// The count is stored with the firing; a report that fails is
+		// counted (Stats), not retried: retrying the action would delay
+		// the schedule's next slot for the sake of a notice.
+		if err := s.publisher.Publish(ctx, *skipped); err != nil {
+			s.reportFailures.Add(1)
+		}
+	}
+	return nil
+}
+
+func policyName(p tick.CatchUp) string {
+	switch p.(type) {
+	case tick.All:
+		return "all"
+	case tick.Skip:
+		return "skip"
+	}
+	return "latest-only"
+}
+
+// run records a run of slot and hands it to the handler, in tx. It reports
+// false when the slot already has a run (another replica, or an earlier
+// attempt that committed).
+func (s *Scheduler) run(ctx context.Context, tx *sqlx.Tx, st state, slot time.Time, attempt int) (bool, error) {
+	r := Run{
+		RunID:    uuid.NewString(),
+		SlotID:   SlotID(st.Name, slot),
+		Schedule: st.Name,
+		Slot:     slot,
+		FiredAt:  s.clock.Now(),
+		Attempt:  attempt,
+		Command:  st.Command,
+		Payload:  st.Payload,
+	}
+	res, err := tx.ExecContext(ctx, tx.Rebind(insertRun), r.SlotID, r.RunID, r.Schedule, sqldb.EncodeTime(slot), sqldb.EncodeTime(r.FiredAt), attempt, 0)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err
+	}
+	if err := s.callHandler(ctx, tx, r); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// callHandler turns a handler's panic into an error, so a bad run is
+// retried and parked like any failure instead of taking the process down.
+func (s *Scheduler) callHandler(ctx context.Context, tx *sqlx.Tx, r Run) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("schedule: handler panicked on %s: %v", r.SlotID, p)
+		}
+	}()
+	return s.handler(ctx, tx, r)
+}
+
+// SlotID is the deterministic id of a schedule's slot: its name and the
+// slot's instant in UTC.
+func SlotID(name string, slot time.Time) string {
+	return name + "@" + slot.UTC().Format(time.RFC3339Nano)
+}
+
+// ReportFailures counts SlotsSkipped reports the publisher refused; the
+// skipped slots themselves are counted in each schedule's state.
+func (s *Scheduler) ReportFailures() int64 { return s.reportFailures.Load() }
+
+// State is a stored schedule as List reports it.
+type State struct {
+	Name    string
+	Spec    string
+	Command string
+	Paused  bool
+	// Runs counts the runs of its plan; Skipped the slots a catch-up
+	// policy did not fire.
+	Runs, Skipped int64
+	// Next is its next slot, zero when paused or ended.
+	Next time.Time
+}
+
+// List returns every stored schedule, by name.
+func (s *Scheduler) List(ctx context.Context) ([]State, error) {
+	var rows []state
+	if err := sqlx.SelectContext(ctx, s.db, &rows, selectSchedules); err != nil {
+		return nil, fmt.Errorf("schedule: list: %w", err)
+	}
+	out := make([]State, len(rows))
+	for i, r := range rows {
+		out[i] = State{Name: r.Name, Spec: r.Spec, Command: r.Command, Paused: r.Paused != 0, Runs: r.Runs, Skipped: r.Skipped}
+		if r.NextSlot != 0 {
+			out[i].Next = sqldb.DecodeTime(r.NextSlot)
+		}
+	}
+	return out, nil
+}
+
+// Pause stops a schedule from firing until Resume: its next slot is
+// taken off the to-do list. Pausing a paused schedule changes nothing.
+func (s *Scheduler) Pause(ctx context.Context, name string) error {
+	return s.change(ctx, "pause", name, func(tx *sqlx.Tx, st state) error {
+		if _, err := tx.ExecContext(ctx, tx.Rebind(setPaused), 1, 0, name); err != nil {
+			return err
+		}
+		return s.list.RemoveTx(ctx, tx, name)
+	})
+}
+
+// Resume lets a paused schedule fire again from its first slot after now:
+// the slots that passed while it was paused are not fired, nor reported
+// skipped (pausing said so). Resuming a running schedule changes nothing.
+func (s *Scheduler) Resume(ctx context.Context, name string) error {
+	return s.change(ctx, "resume", name, func(tx *sqlx.Tx, st state) error {
+		if st.Paused == 0 {
+			return nil
+		}
+		d, err := s.definition(st)
+		if err != nil {
+			return err
+		}
+		next := d.nextAfter(s.clock.Now(), st.Runs)
+		if _, err := tx.ExecContext(ctx, tx.Rebind(setPaused), 0, encodeSlot(next), name); err != nil {
+			return err
+		}
+		if next.IsZero() {
+			return nil
+		}
+		return s.list.AddTx(ctx, tx, name, next)
+	})
+}
+
+// Delete removes a schedule and its next slot; its runs stay recorded.
+func (s *Scheduler) Delete(ctx context.Context, name string) error {
+	err := s.change(ctx, "delete", name, func(tx *sqlx.Tx, st state) error {
+		if _, err := tx.ExecContext(ctx, tx.Rebind(deleteSched), name); err != nil {
+			return err
+		}
+		return s.list.RemoveTx(ctx, tx, name)
+	})
+	if err == nil {
+		s.mu.Lock()
+		delete(s.declared, name)
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// Trigger runs a schedule now, outside its plan: a run with its own run
+// id and a slot id that names it, handed to the handler like any other.
+// The plan is untouched: the next slot still fires when due, and the run
+// does not count toward MaxRuns. A paused schedule can be triggered.
+func (s *Scheduler) Trigger(ctx context.Context, name string) (Run, error) {
+	var r Run
+	err := s.change(ctx, "trigger", name, func(tx *sqlx.Tx, st state) error {
+		now := s.clock.Now()
+		var err error
+		r, err = s.manualRun(ctx, tx, st, now)
+		return err
+	})
+	return r, err
+}
+
+func (s *Scheduler) manualRun(ctx context.Context, tx *sqlx.Tx, st state, now time.Time) (Run, error) {
+	r := Run{RunID: uuid.NewString(), Schedule: st.Name, Slot: now, FiredAt: now, Attempt: 1, Manual: true, Command: st.Command, Payload: st.Payload}
+	r.SlotID = st.Name + "@manual/" + r.RunID
+	if _, err := tx.ExecContext(ctx, tx.Rebind(insertRun), r.SlotID, r.RunID, r.Schedule, sqldb.EncodeTime(now), sqldb.EncodeTime(now), 1, 1); err != nil {
+		return Run{}, err
+	}
+	return r, s.callHandler(ctx, tx, r)
+}
+
+// change runs f on a schedule's row in one transaction.
+func (s *Scheduler) change(ctx context.Context, verb, name string, f func(tx *sqlx.Tx, st state) error) error {
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		st, found, err := s.load(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: %q", ErrUnknownSchedule, name)
+		}
+		return f(tx, st)
+	})
+	if err != nil {
+		return fmt.Errorf("schedule: %s %q: %w", verb, name, err)
+	}
+	return nil
+}

@@ -1,0 +1,471 @@
+package schedule_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/schedule"
+	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/todolist"
+)
+
+// recorder is a Handler that remembers every run it saw commit.
+type recorder struct {
+	mu   sync.Mutex
+	runs []schedule.Run
+	fail func(schedule.Run) error // nil: every run succeeds
+}
+
+func (r *recorder) handle(_ context.Context, tx *sqlx.Tx, run schedule.Run) error {
+	if r.fail != nil {
+		if err := r.fail(run); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.runs = append(r.runs, run)
+	return nil
+}
+
+func (r *recorder) slots(name string) []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []time.Time
+	for _, run := range r.runs {
+		if run.Schedule == name && !run.Manual {
+			out = append(out, run.Slot)
+		}
+	}
+	return out
+}
+
+// node is one process: a scheduler, its processor and its handler.
+type node struct {
+	s   *schedule.Scheduler
+	p   *todolist.Processor
+	rec *recorder
+}
+
+func newNode(t *testing.T, db *sqlx.DB, clock clockwork.Clock, rec *recorder, opts ...schedule.Option) node {
+	t.Helper()
+	s, err := schedule.Open(context.Background(), db, rec.handle, append([]schedule.Option{schedule.WithClock(clock)}, opts...)...)
+	require.NoError(t, err)
+	p, err := s.Processor(todolist.WithBackoff(time.Second, time.Minute))
+	require.NoError(t, err)
+	return node{s, p, rec}
+}
+
+// process works what is due at the clock's now, as a tick would.
+func (n node) process(t *testing.T, clock clockwork.Clock) todolist.Result {
+	t.Helper()
+	res, err := n.p.Process(context.Background(), clock.Now())
+	require.NoError(t, err)
+	return res
+}
+
+// mustSpec returns a constructor's spec, failing the test on its error:
+// mustSpec(t)(schedule.Cron(…)).
+func mustSpec(t *testing.T) func(schedule.Spec, error) schedule.Spec {
+	return func(s schedule.Spec, err error) schedule.Spec {
+		t.Helper()
+		require.NoError(t, err)
+		return s
+	}
+}
+
+// expectedSlots lists a spec's slots in (from, to].
+func expectedSlots(s schedule.Spec, from, to time.Time) []time.Time {
+	var out []time.Time
+	for at := s.Next(from); !at.IsZero() && !at.After(to); at = s.Next(at) {
+		out = append(out, at)
+	}
+	return out
+}
+
+func equalInstants(t *testing.T, want, got []time.Time, msg string) {
+	t.Helper()
+	w, g := make([]string, len(want)), make([]string, len(got))
+	for i := range want {
+		w[i] = tick.FormatTime(want[i].UTC())
+	}
+	for i := range got {
+		g[i] = tick.FormatTime(got[i].UTC())
+	}
+	require.Equal(t, w, g, msg)
+}
+
+func TestASimulatedYearFiresEverySlotOnce(t *testing.T) {
+	t.Parallel()
+	warsaw, _ := time.LoadLocation("Europe/Warsaw")
+	newYork, _ := time.LoadLocation("America/New_York")
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	end := start.AddDate(1, 0, 0)
+	holidays := mustSpec(t)(schedule.Dates(warsaw, schedule.Date{Year: 2026, Month: 12, Day: 24}, schedule.Date{Year: 2026, Month: 12, Day: 25}))
+	easterMonday := mustSpec(t)(schedule.Easter(schedule.Western, 1, schedule.Clock{}, warsaw))
+	weekdays := mustSpec(t)(schedule.Cron("0 9 * * 1-5", warsaw))
+	defs := []schedule.Definition{
+		{Name: "poll-every-8h", Spec: mustSpec(t)(schedule.Every(8*time.Hour, start.Add(time.Hour)))},
+		{Name: "weekly-report", Spec: mustSpec(t)(schedule.Cron("0 12 * * FRI", warsaw))},
+		{Name: "second-tuesday", Spec: mustSpec(t)(schedule.Calendar{Every: schedule.Monthly, Start: start.In(warsaw), Weekdays: []time.Weekday{time.Tuesday}, Nth: 2, At: []schedule.Clock{schedule.At(9, 30)}}.Spec())},
+		{Name: "quarterly-31st", Spec: mustSpec(t)(schedule.Calendar{Every: schedule.Monthly, Interval: 3, Start: start.In(warsaw), MonthDays: []int{31}}.Spec())},
+		{Name: "last-friday", Spec: mustSpec(t)(schedule.Calendar{Every: schedule.Monthly, Start: start.In(warsaw), Weekdays: []time.Weekday{time.Friday}, Nth: -1, At: []schedule.Clock{schedule.At(17, 0)}}.Spec())},
+		{Name: "workdays", Spec: schedule.Except(weekdays, warsaw, holidays, easterMonday)},
+		{Name: "easter-monday", Spec: mustSpec(t)(schedule.Easter(schedule.Western, 1, schedule.At(10, 0), warsaw))},
+		{Name: "daily-ny", Spec: mustSpec(t)(schedule.Cron("@daily", newYork))},
+		{Name: "night-02-30", Spec: mustSpec(t)(schedule.Cron("30 2 * * *", warsaw))},
+		{Name: "rrule-dst", Spec: mustSpec(t)(schedule.RRule("DTSTART;TZID=Europe/Warsaw:20260101T023000\nRRULE:FREQ=DAILY", nil))},
+		{Name: "ten-runs", Spec: mustSpec(t)(schedule.Cron("0 6 * * *", warsaw)), MaxRuns: 10},
+		{Name: "until-june", Spec: mustSpec(t)(schedule.Cron("0 18 * * SUN", warsaw)), Until: time.Date(2026, 6, 30, 0, 0, 0, 0, warsaw)},
+	}
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			db, _ := b.Open(t)
+			clock := clockwork.NewFakeClockAt(start)
+			n := newNode(t, db.DB, clock, &recorder{})
+			res, err := n.s.Sync(context.Background(), defs...)
+			require.NoError(t, err)
+			require.Len(t, res.Added, len(defs))
+			// Advance the clock from due slot to due slot, as the ticks
+			// that pass them would, and work the list at each.
+			fires := 0
+			for {
+				due, err := n.s.ToDo().Due(context.Background(), end, 1)
+				require.NoError(t, err)
+				if len(due) == 0 || due[0].NextAttempt.After(end) {
+					break
+				}
+				clock.Advance(due[0].NextAttempt.Sub(clock.Now()))
+				fires += n.process(t, clock).Claimed
+			}
+			for _, d := range defs {
+				want := expectedSlots(d.Spec, start, end)
+				if d.MaxRuns > 0 {
+					want = want[:d.MaxRuns]
+				}
+				if !d.Until.IsZero() {
+					want = expectedSlots(d.Spec, start, d.Until)
+				}
+				equalInstants(t, want, n.rec.slots(d.Name), d.Name)
+			}
+			for _, run := range n.rec.runs {
+				require.True(t, run.FiredAt.Equal(run.Slot), "%s fired at %s, its slot", run.SlotID, run.FiredAt)
+			}
+			t.Logf("%d runs of %d schedules over a year, %d claims", len(n.rec.runs), len(defs), fires)
+		})
+	}
+}
+
+func TestARestartAtEveryMinuteNeitherRepeatsNorDelaysASlot(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 3, 29, 0, 0, 0, 0, time.UTC)
+	defs := []schedule.Definition{
+		{Name: "every-7m", Spec: mustSpec(t)(schedule.Every(7*time.Minute, start))},
+		{Name: "quarter-hours", Spec: mustSpec(t)(schedule.Cron("*/15 * * * *", nil))},
+	}
+	minutes := 24 * 60
+	if testing.Short() {
+		minutes = 120
+	}
+	db, _ := sqldbtest.SQLite(t)
+	clock := clockwork.NewFakeClockAt(start)
+	rec := &recorder{}
+	for range minutes {
+		clock.Advance(time.Minute)
+		// A new process: open, declare the same schedules, work one tick.
+		n := newNode(t, db.DB, clock, rec)
+		res, err := n.s.Sync(context.Background(), defs...)
+		require.NoError(t, err)
+		require.Empty(t, res.Changed)
+		n.process(t, clock)
+	}
+	end := start.Add(time.Duration(minutes) * time.Minute)
+	for _, d := range defs {
+		// The first process declared the schedules at start+1m: their
+		// slots are those after it.
+		equalInstants(t, expectedSlots(d.Spec, start.Add(time.Minute), end), rec.slots(d.Name), d.Name)
+	}
+	for _, run := range rec.runs {
+		require.True(t, run.FiredAt.Equal(run.Slot), "%s fired at %s", run.SlotID, run.FiredAt)
+	}
+}
+
+func TestReprogrammingTakesEffectAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			db, _ := b.Open(t)
+			start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+			clock := clockwork.NewFakeClockAt(start)
+			n := newNode(t, db.DB, clock, &recorder{})
+			every8h := schedule.Definition{Name: "poll", Spec: mustSpec(t)(schedule.Every(8*time.Hour, start)), Command: "poll-legacy"}
+			_, err := n.s.Sync(context.Background(), every8h)
+			require.NoError(t, err)
+
+			clock.Advance(90 * time.Minute)
+			res, err := n.s.Sync(context.Background(), every8h)
+			require.NoError(t, err)
+			require.Equal(t, []string{"poll"}, res.Unchanged)
+			item, err := n.s.ToDo().Get(context.Background(), "poll")
+			require.NoError(t, err)
+			require.True(t, item.Due.Equal(start.Add(8*time.Hour)), "an unchanged spec keeps its slot: %s", item.Due)
+
+			hourly := every8h
+			hourly.Spec = mustSpec(t)(schedule.Every(time.Hour, start))
+			res, err = n.s.Sync(context.Background(), hourly)
+			require.NoError(t, err)
+			require.Equal(t, []string{"poll"}, res.Changed)
+			item, err = n.s.ToDo().Get(context.Background(), "poll")
+			require.NoError(t, err)
+			require.True(t, item.Due.Equal(start.Add(2*time.Hour)), "the new spec counts from now: %s", item.Due)
+
+			clock.Advance(30 * time.Minute)
+			n.process(t, clock)
+			equalInstants(t, []time.Time{start.Add(2 * time.Hour)}, n.rec.slots("poll"), "fired at the first hourly slot")
+		})
+	}
+}
+
+func TestEarlyLateLostAndDoubledWakeUpsLoseNothing(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	clock := clockwork.NewFakeClockAt(start)
+	db, _ := sqldbtest.SQLite(t)
+	n := newNode(t, db.DB, clock, &recorder{})
+	_, err := n.s.Sync(context.Background(), schedule.Definition{Name: "hourly", Spec: mustSpec(t)(schedule.Cron("0 * * * *", nil))})
+	require.NoError(t, err)
+	slot := start.Add(time.Hour)
+
+	// The waking clock runs 3 s ahead: its tick for the slot arrives
+	// while the deciding clock still reads 3 s before it.
+	clock.Advance(time.Hour - 3*time.Second)
+	res, err := n.p.Process(context.Background(), slot)
+	require.NoError(t, err)
+	require.Zero(t, res.Claimed, "an early wake-up finds nothing due")
+	require.Empty(t, n.rec.slots("hourly"))
+	// The next wake-up (a minute later) fires it: no limbo.
+	clock.Advance(time.Minute)
+	n.process(t, clock)
+	equalInstants(t, []time.Time{slot}, n.rec.slots("hourly"), "fired at the next wake-up")
+	// The same wake-up twice fires nothing more.
+	n.process(t, clock)
+	require.Len(t, n.rec.slots("hourly"), 1)
+	// Wake-ups lost for 40 minutes past the next slot: the first one after fires it.
+	clock.Advance(time.Hour + 40*time.Minute)
+	n.process(t, clock)
+	equalInstants(t, []time.Time{slot, slot.Add(time.Hour)}, n.rec.slots("hourly"), "a late wake-up fires the slot")
+}
+
+func TestTwoReplicasFireEachSlotOnce(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			db, dsn := b.Open(t)
+			other, err := sqldb.Open(context.Background(), dsn)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = other.Close() })
+			start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+			clock := clockwork.NewFakeClockAt(start)
+			rec := &recorder{}
+			defs := []schedule.Definition{
+				{Name: "every-minute", Spec: mustSpec(t)(schedule.Cron("* * * * *", nil))},
+				{Name: "every-90s", Spec: mustSpec(t)(schedule.Every(90*time.Second, start))},
+				{Name: "every-5m", Spec: mustSpec(t)(schedule.Cron("*/5 * * * *", nil))},
+			}
+			a, bb := newNode(t, db.DB, clock, rec), newNode(t, other.DB, clock, rec)
+			for _, n := range []node{a, bb} {
+				_, err := n.s.Sync(context.Background(), defs...)
+				require.NoError(t, err)
+			}
+			for range 60 {
+				clock.Advance(time.Minute)
+				var wg sync.WaitGroup
+				for _, n := range []node{a, bb} {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						_, err := n.p.Process(context.Background(), clock.Now())
+						require.NoError(t, err)
+					}()
+				}
+				wg.Wait()
+			}
+			for _, d := range defs {
+				equalInstants(t, expectedSlots(d.Spec, start, clock.Now()), rec.slots(d.Name), d.Name)
+			}
+		})
+	}
+}
+
+// skipReports collects SlotsSkipped events.
+type skipReports struct {
+	mu  sync.Mutex
+	got []schedule.SlotsSkipped
+}
+
+func (s *skipReports) Publish(_ context.Context, events ...any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range events {
+		s.got = append(s.got, e.(schedule.SlotsSkipped))
+	}
+	return nil
+}
+
+func TestCatchUpAfterDowntime(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	hourly := mustSpec(t)(schedule.Cron("0 * * * *", nil))
+	for _, c := range []struct {
+		policy  tick.CatchUp
+		fired   []time.Time
+		skipped int64
+	}{
+		{nil, []time.Time{start.Add(72 * time.Hour)}, 71},               // latest only
+		{tick.LatestOnly{}, []time.Time{start.Add(72 * time.Hour)}, 71}, //
+		{tick.Skip{}, nil, 72}, // 10 minutes late is not live
+		{tick.All{Window: 24 * time.Hour, Max: 3}, []time.Time{start.Add(70 * time.Hour), start.Add(71 * time.Hour), start.Add(72 * time.Hour)}, 69},
+		{tick.All{Window: 150 * time.Minute, Max: 100}, []time.Time{start.Add(70 * time.Hour), start.Add(71 * time.Hour), start.Add(72 * time.Hour)}, 69},
+	} {
+		db, _ := sqldbtest.SQLite(t)
+		clock := clockwork.NewFakeClockAt(start)
+		reports := &skipReports{}
+		n := newNode(t, db.DB, clock, &recorder{}, schedule.WithPublisher(reports))
+		_, err := n.s.Sync(context.Background(), schedule.Definition{Name: "hourly", Spec: hourly, CatchUp: c.policy})
+		require.NoError(t, err)
+		// Down for three days; back ten minutes after the 72nd slot.
+		clock.Advance(72*time.Hour + 10*time.Minute)
+		for range 10 { // as many ticks as the catch-up needs
+			n.process(t, clock)
+		}
+		name := "latest-only"
+		if c.policy != nil {
+			name = fmt.Sprintf("%T", c.policy)
+		}
+		equalInstants(t, c.fired, n.rec.slots("hourly"), name)
+		states, err := n.s.List(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, c.skipped, states[0].Skipped, name)
+		total := int64(0)
+		for _, r := range reports.got {
+			total += r.Count
+			require.Equal(t, "hourly", r.Schedule)
+		}
+		require.Equal(t, c.skipped, total, "%s: every skipped slot is reported", name)
+		require.True(t, states[0].Next.Equal(start.Add(73*time.Hour)), "%s: next %s", name, states[0].Next)
+	}
+}
+
+func TestPauseResumeTriggerDeleteAndEnds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	clock := clockwork.NewFakeClockAt(start)
+	db, _ := sqldbtest.SQLite(t)
+	n := newNode(t, db.DB, clock, &recorder{})
+	hourly := mustSpec(t)(schedule.Cron("0 * * * *", nil))
+	_, err := n.s.Sync(ctx,
+		schedule.Definition{Name: "a", Spec: hourly, Command: "report", Payload: []byte(`{"to":"ops"}`)},
+		schedule.Definition{Name: "twice", Spec: hourly, MaxRuns: 2, CatchUp: tick.All{Window: 24 * time.Hour, Max: 100}})
+	require.NoError(t, err)
+
+	require.NoError(t, n.s.Pause(ctx, "a"))
+	clock.Advance(2 * time.Hour)
+	n.process(t, clock)
+	require.Empty(t, n.rec.slots("a"), "a paused schedule does not fire")
+	require.NoError(t, n.s.Resume(ctx, "a"))
+	states, err := n.s.List(ctx)
+	require.NoError(t, err)
+	require.True(t, states[0].Next.Equal(start.Add(3*time.Hour)), "resumed from now: %s", states[0].Next)
+	require.Zero(t, states[0].Skipped, "slots passed while paused are not skips")
+
+	run, err := n.s.Trigger(ctx, "a")
+	require.NoError(t, err)
+	require.True(t, run.Manual)
+	require.Equal(t, "report", run.Command)
+	require.JSONEq(t, `{"to":"ops"}`, string(run.Payload))
+	require.Contains(t, run.SlotID, "a@manual/"+run.RunID)
+	run2, err := n.s.Trigger(ctx, "a")
+	require.NoError(t, err)
+	require.NotEqual(t, run.RunID, run2.RunID, "each run has its own id")
+
+	clock.Advance(5 * time.Hour)
+	for range 6 {
+		n.process(t, clock)
+	}
+	equalInstants(t, []time.Time{start.Add(time.Hour), start.Add(2 * time.Hour)}, n.rec.slots("twice"), "MaxRuns ends it")
+	require.NoError(t, n.s.Delete(ctx, "a"))
+	_, err = n.s.ToDo().Get(ctx, "a")
+	require.ErrorIs(t, err, todolist.ErrNotFound)
+	require.ErrorIs(t, n.s.Pause(ctx, "a"), schedule.ErrUnknownSchedule)
+	_, err = n.s.Trigger(ctx, "nope")
+	require.ErrorContains(t, err, `schedule: trigger "nope": schedule: unknown schedule`)
+}
+
+func TestAFailedRunIsRetriedUnderTheSameSlotID(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	clock := clockwork.NewFakeClockAt(start)
+	db, _ := sqldbtest.SQLite(t)
+	attempts := map[string][]int{}
+	var runIDs []string
+	rec := &recorder{fail: func(r schedule.Run) error {
+		attempts[r.SlotID] = append(attempts[r.SlotID], r.Attempt)
+		runIDs = append(runIDs, r.RunID)
+		switch len(attempts[r.SlotID]) {
+		case 1:
+			return errors.New("the mail server is down") // as a kill -9 would, this rolls the run back
+		case 2:
+			panic("a bug in the handler")
+		}
+		return nil
+	}}
+	n := newNode(t, db.DB, clock, rec)
+	_, err := n.s.Sync(context.Background(), schedule.Definition{Name: "daily", Spec: mustSpec(t)(schedule.Cron("@daily", nil))})
+	require.NoError(t, err)
+	clock.Advance(24 * time.Hour)
+	for range 3 {
+		res := n.process(t, clock)
+		clock.Advance(2 * time.Second) // past the backoff
+		_ = res
+	}
+	slot := start.Add(24 * time.Hour)
+	require.Equal(t, map[string][]int{schedule.SlotID("daily", slot): {1, 2, 3}}, attempts)
+	require.Len(t, runIDs, 3)
+	require.NotEqual(t, runIDs[0], runIDs[2], "every attempt is its own run")
+	equalInstants(t, []time.Time{slot}, rec.slots("daily"), "recorded once")
+}
+
+func TestSyncRejectsBadDefinitions(t *testing.T) {
+	t.Parallel()
+	db, _ := sqldbtest.SQLite(t)
+	n := newNode(t, db.DB, clockwork.NewFakeClock(), &recorder{})
+	hourly := mustSpec(t)(schedule.Cron("0 * * * *", nil))
+	for _, c := range []struct {
+		defs []schedule.Definition
+		want string
+	}{
+		{[]schedule.Definition{{Spec: hourly}}, "a schedule needs a name"},
+		{[]schedule.Definition{{Name: "x"}}, `schedule "x" has no spec`},
+		{[]schedule.Definition{{Name: "x", Spec: hourly}, {Name: "x", Spec: hourly}}, `"x" is declared twice`},
+		{[]schedule.Definition{{Name: "x", Spec: hourly, MaxRuns: -1}}, "MaxRuns -1 is negative"},
+		{[]schedule.Definition{{Name: "x", Spec: hourly, CatchUp: tick.All{}}}, "catch-up All needs a positive Window"},
+	} {
+		_, err := n.s.Sync(context.Background(), c.defs...)
+		require.ErrorIs(t, err, schedule.ErrInvalidSpec, c.want)
+		require.ErrorContains(t, err, c.want)
+	}
+}

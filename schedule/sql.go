@@ -1,0 +1,81 @@
+package schedule
+
+import "github.com/passage-of-time/passage/internal/sqldb"
+
+// The schema: one row per schedule (its spec's text and hash, the command
+// it sends, its policies and its state), and one row per run. A run's slot
+// id — the schedule's name and the slot's instant — is its primary key:
+// the guard that fires each slot once among replicas and across crashes.
+// The next slot itself is an item of the to-do list named listName, keyed
+// by the schedule's name, so no timer is kept anywhere.
+var migrations = []sqldb.Migration{{
+	Version: 1,
+	SQLite: `CREATE TABLE schedule_schedules (
+	name      TEXT    NOT NULL PRIMARY KEY,
+	spec      TEXT    NOT NULL,
+	hash      TEXT    NOT NULL,
+	command   TEXT    NOT NULL,
+	payload   BLOB,
+	catch_up  TEXT    NOT NULL,
+	max_runs  INTEGER NOT NULL DEFAULT 0,
+	until     INTEGER NOT NULL DEFAULT 0,
+	paused    INTEGER NOT NULL DEFAULT 0,
+	runs      INTEGER NOT NULL DEFAULT 0,
+	skipped   INTEGER NOT NULL DEFAULT 0,
+	next_slot INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TABLE schedule_runs (
+	slot_id  TEXT    NOT NULL PRIMARY KEY,
+	run_id   TEXT    NOT NULL UNIQUE,
+	schedule TEXT    NOT NULL,
+	slot     INTEGER NOT NULL,
+	fired_at INTEGER NOT NULL,
+	attempt  INTEGER NOT NULL,
+	manual   INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule, slot);`,
+	Postgres: `CREATE TABLE schedule_schedules (
+	name      TEXT    NOT NULL PRIMARY KEY,
+	spec      TEXT    NOT NULL,
+	hash      TEXT    NOT NULL,
+	command   TEXT    NOT NULL,
+	payload   BYTEA,
+	catch_up  TEXT    NOT NULL,
+	max_runs  BIGINT  NOT NULL DEFAULT 0,
+	until     BIGINT  NOT NULL DEFAULT 0,
+	paused    INTEGER NOT NULL DEFAULT 0,
+	runs      BIGINT  NOT NULL DEFAULT 0,
+	skipped   BIGINT  NOT NULL DEFAULT 0,
+	next_slot BIGINT  NOT NULL DEFAULT 0
+);
+CREATE TABLE schedule_runs (
+	slot_id  TEXT    NOT NULL PRIMARY KEY,
+	run_id   TEXT    NOT NULL UNIQUE,
+	schedule TEXT    NOT NULL,
+	slot     BIGINT  NOT NULL,
+	fired_at BIGINT  NOT NULL,
+	attempt  INTEGER NOT NULL,
+	manual   INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule, slot);`,
+}}
+
+// listName is the to-do list holding every schedule's next slot.
+const listName = "passage-schedules"
+
+const (
+	selectSchedule = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot
+FROM schedule_schedules WHERE name = ?`
+	selectSchedules = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot
+FROM schedule_schedules ORDER BY name`
+	insertSchedule = `INSERT INTO schedule_schedules (name, spec, hash, command, payload, catch_up, max_runs, until, next_slot)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	updateDefinition = `UPDATE schedule_schedules
+SET spec = ?, hash = ?, command = ?, payload = ?, catch_up = ?, max_runs = ?, until = ?, next_slot = ?
+WHERE name = ?`
+	insertRun = `INSERT INTO schedule_runs (slot_id, run_id, schedule, slot, fired_at, attempt, manual)
+VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (slot_id) DO NOTHING`
+	recordFired = `UPDATE schedule_schedules SET runs = runs + ?, skipped = skipped + ?, next_slot = ? WHERE name = ?`
+	setPaused   = `UPDATE schedule_schedules SET paused = ?, next_slot = ? WHERE name = ?`
+	deleteSched = `DELETE FROM schedule_schedules WHERE name = ?`
+)
