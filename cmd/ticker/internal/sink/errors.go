@@ -9,7 +9,8 @@ var (
 	// ErrNegativeRetry is returned by NewWebhook for negative attempts or
 	// backoffs.
 	ErrNegativeRetry = errors.New("sink: webhook attempts and backoffs must not be negative")
-	// ErrNotATickEvent is returned for a value that is neither a tick.Event
-	// nor a tick.TicksSkipped report.
+	// ErrNotATickEvent is returned for a value that is none of what the
+	// ticker publishes: a tick.Event, a tick.TicksSkipped report, a
+	// schedule.Run or a schedule.SlotsSkipped report.
 	ErrNotATickEvent = errors.New("sink: not a passage-of-time event")
 )

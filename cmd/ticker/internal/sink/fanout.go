@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
 )
 
@@ -15,7 +16,8 @@ type Publisher interface {
 }
 
 // Fanout publishes every event to several sinks, one event at a time, and
-// remembers per sink and per unit the last boundary each acknowledged.
+// remembers per sink and per stream (a unit's boundaries, a schedule's
+// slots) the last position each acknowledged.
 //
 // The ticker publishes each unit's boundaries in order and, after a failure,
 // offers the same events again from its cursor. Without the memory, a sink
@@ -27,7 +29,7 @@ type Fanout struct {
 	sinks []Publisher
 
 	mu    sync.Mutex
-	acked []map[string]time.Time // per sink: unit key → last boundary acknowledged
+	acked []map[string]time.Time // per sink: stream key → last position acknowledged
 }
 
 // NewFanout returns a Fanout over sinks.
@@ -71,14 +73,25 @@ func (f *Fanout) publishTo(ctx context.Context, i int, s Publisher, events []any
 	return nil
 }
 
-// position orders what the ticker publishes: boundaries per unit, skip
-// reports per unit by their last skipped boundary.
+// position orders what is published: boundaries per unit, skip reports
+// per unit by their last skipped boundary, a schedule's runs by their slot
+// (a failed run is retried under the same slot, and a schedule's slots only
+// move forward: a changed or resumed schedule takes slots after now), its
+// skip reports by their last skipped slot. A manual run's position is its
+// own slot id, never seen again.
 func position(e any) (key string, at time.Time, err error) {
 	switch e := e.(type) {
 	case tick.TicksSkipped:
 		return "skipped/" + string(e.Unit), e.To, nil
 	case tick.Event:
 		return string(e.Unit()), e.Boundary(), nil
+	case schedule.Run:
+		if e.Manual {
+			return "run/" + e.SlotID, e.Slot, nil
+		}
+		return "run/" + e.Schedule, e.Slot, nil
+	case schedule.SlotsSkipped:
+		return "slots-skipped/" + e.Schedule, e.To, nil
 	}
 	_, err = NewRecord(e)
 	return "", time.Time{}, err

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
 )
 
@@ -83,12 +84,35 @@ func passage(e tick.Event) (tick.Passage, bool) {
 	return tick.Passage{}, false
 }
 
-// Marshal returns the JSON body of an event.
-func Marshal(event any) ([]byte, Record, error) {
-	r, err := NewRecord(event)
-	if err != nil {
-		return nil, r, err
+// Envelope is what every record carries whatever its type: the type and
+// the id a receiver deduplicates by, which a webhook also sends as the
+// X-Passage-Event and Idempotency-Key headers.
+type Envelope struct {
+	Type, ID string
+}
+
+// Marshal returns the JSON body of an event — a tick event or report
+// ([Record]), a schedule's run ([RunRecord]) or a schedule's skipped slots
+// ([SlotsSkippedRecord]) — and its envelope.
+func Marshal(event any) ([]byte, Envelope, error) {
+	var (
+		v   any
+		env Envelope
+	)
+	switch e := event.(type) {
+	case schedule.Run:
+		r := NewRunRecord(e)
+		v, env = r, Envelope{r.Type, r.ID}
+	case schedule.SlotsSkipped:
+		r := NewSlotsSkippedRecord(e)
+		v, env = r, Envelope{r.Type, r.ID}
+	default:
+		r, err := NewRecord(event)
+		if err != nil {
+			return nil, Envelope{}, err
+		}
+		v, env = r, Envelope{r.Type, r.ID}
 	}
-	body, err := json.Marshal(r)
-	return body, r, err
+	body, err := json.Marshal(v)
+	return body, env, err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
+	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
 )
 
@@ -227,4 +228,103 @@ func TestRecordsCarrySecondsOffsetsLosslessly(t *testing.T) {
 		_, off := got.Zone()
 		require.Equal(t, -(44*60 + 30), off)
 	}
+}
+
+func TestScheduleRunRecordCarriesTheRunLosslessly(t *testing.T) {
+	t.Parallel()
+	loc, err := time.LoadLocation("Africa/Monrovia")
+	require.NoError(t, err)
+	slot := time.Date(1960, 1, 4, 9, 0, 0, 0, loc)
+	run := schedule.Run{
+		RunID: "r-1", SlotID: schedule.SlotID("report", slot), Schedule: "report",
+		Slot: slot, FiredAt: slot.Add(1500 * time.Millisecond), Attempt: 2,
+		Command: "send-report", Payload: []byte(`{"to": ["ops"]}`),
+	}
+	var out bytes.Buffer
+	require.NoError(t, sink.NewJSONLines(&out).Publish(context.Background(), run))
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+	require.Equal(t, map[string]any{
+		"type": "ScheduleRun", "id": "report@1960-01-04T09:44:30Z", "run_id": "r-1",
+		"slot_id": "report@1960-01-04T09:44:30Z", "schedule": "report",
+		"slot": "1960-01-04T09:00:00-00:44:30", "fired_at": "1960-01-04T09:00:01.5-00:44:30",
+		"attempt": 2.0, "manual": false, "command": "send-report",
+		"payload": map[string]any{"to": []any{"ops"}},
+	}, got)
+	require.Contains(t, out.String(), `"payload":{"to":["ops"]}`, "the payload inline, compacted onto the line")
+
+	var rec sink.RunRecord
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rec))
+	require.True(t, rec.Slot.Equal(slot))
+	_, off := rec.Slot.Zone()
+	require.Equal(t, -(44*60 + 30), off)
+
+	// No payload is null; bytes that are not JSON travel as a string
+	// rather than breaking the line.
+	for payload, want := range map[string]string{"": `"payload":null`, "not json": `"payload":"not json"`} {
+		run.Payload = []byte(payload)
+		body, env, err := sink.Marshal(run)
+		require.NoError(t, err)
+		require.True(t, json.Valid(body), "%s", body)
+		require.Contains(t, string(body), want)
+		require.Equal(t, sink.Envelope{Type: "ScheduleRun", ID: run.SlotID}, env)
+	}
+}
+
+func TestSlotsSkippedRecord(t *testing.T) {
+	t.Parallel()
+	from := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	body, env, err := sink.Marshal(schedule.SlotsSkipped{Schedule: "poll", From: from, To: from.Add(4 * time.Minute), Count: 3, Policy: "latest-only"})
+	require.NoError(t, err)
+	require.Equal(t, "SlotsSkipped", env.Type)
+	require.JSONEq(t, `{"type":"SlotsSkipped","id":"slots-skipped/poll/2026-11-21T12:00:00Z..2026-11-21T12:04:00Z",
+		"schedule":"poll","from":"2026-11-21T12:00:00Z","to":"2026-11-21T12:04:00Z","count":3,"policy":"latest-only"}`, string(body))
+}
+
+// A run that failed on one sink is retried under the same slot id (a new
+// run id, the next attempt): the sink that already took it does not get
+// it again, the one that failed does.
+func TestFanoutDeliversARetriedSlotOnlyWhereItFailed(t *testing.T) {
+	t.Parallel()
+	var ok, flaky bytes.Buffer
+	failing := &failOnce{w: &flaky}
+	fan := sink.NewFanout(sink.NewJSONLines(&ok), sink.NewJSONLines(failing))
+	ctx := context.Background()
+	slot := time.Date(2026, 11, 21, 12, 2, 0, 0, time.UTC)
+	first := schedule.Run{RunID: "a", SlotID: schedule.SlotID("poll", slot), Schedule: "poll", Slot: slot, Attempt: 1}
+	retry := first
+	retry.RunID, retry.Attempt = "b", 2
+	next := schedule.Run{RunID: "c", SlotID: schedule.SlotID("poll", slot.Add(2*time.Minute)), Schedule: "poll", Slot: slot.Add(2 * time.Minute), Attempt: 1}
+	manual := schedule.Run{RunID: "d", SlotID: "poll@manual/d", Schedule: "poll", Slot: slot, Manual: true, Attempt: 1}
+
+	require.ErrorIs(t, fan.Publish(ctx, first), io.ErrShortWrite)
+	require.NoError(t, fan.Publish(ctx, retry))
+	require.NoError(t, fan.Publish(ctx, next))
+	require.NoError(t, fan.Publish(ctx, manual), "a manual run at an acknowledged slot is still new")
+
+	runIDs := func(out string) []string {
+		var ids []string
+		for line := range strings.Lines(out) {
+			var r sink.RunRecord
+			require.NoError(t, json.Unmarshal([]byte(line), &r))
+			ids = append(ids, r.RunID)
+		}
+		return ids
+	}
+	require.Equal(t, []string{"a", "c", "d"}, runIDs(ok.String()))
+	require.Equal(t, []string{"b", "c", "d"}, runIDs(flaky.String()))
+}
+
+// failOnce fails its first write.
+type failOnce struct {
+	w      io.Writer
+	failed bool
+}
+
+func (f *failOnce) Write(p []byte) (int, error) {
+	if !f.failed {
+		f.failed = true
+		return 0, io.ErrShortWrite
+	}
+	return f.w.Write(p)
 }

@@ -105,7 +105,7 @@ func (w *Webhook) Publish(ctx context.Context, events ...any) error {
 	return nil
 }
 
-func (w *Webhook) deliver(ctx context.Context, body []byte, rec Record) error {
+func (w *Webhook) deliver(ctx context.Context, body []byte, rec Envelope) error {
 	backoff := w.cfg.InitialBackoff
 	var last error
 	for attempt := 1; attempt <= w.cfg.Attempts; attempt++ {
@@ -125,7 +125,7 @@ func (w *Webhook) deliver(ctx context.Context, body []byte, rec Record) error {
 	return fmt.Errorf("sink: webhook %s: %s: giving up after %d attempts: %w", w.redacted, rec.ID, w.cfg.Attempts, last)
 }
 
-func (w *Webhook) post(ctx context.Context, body []byte, rec Record) error {
+func (w *Webhook) post(ctx context.Context, body []byte, rec Envelope) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		return err
