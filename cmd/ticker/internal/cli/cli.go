@@ -96,7 +96,7 @@ func commands() []command {
 		{"run", "publish the passage of time (JSON lines on stdout, or webhooks)", runCommand, graceRun},
 		{"status", "show each unit's cursor and lease, and every to-do list's backlog", statusCommand, graceOther},
 		{"preview", "list the next boundaries of a unit in a time zone", previewCommand, graceOther},
-		{"schedule", "schedules that send commands: preview a spec's fire instants", scheduleCommand, graceOther},
+		{"schedule", "schedules that send commands: preview, add, list, pause, resume, trigger, delete", scheduleCommand, graceOther},
 		{"demo", "run the ordering example end to end on an accelerated clock", demoCommand, graceOther},
 		{"version", "print the version", versionCommand, graceOther},
 	}
@@ -202,6 +202,17 @@ func newFlagSet(env Env, name, usage string) *flagSet {
 }
 
 func parse(fs *flagSet, args []string) error {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// parseFlags parses the flags up to the first argument that is not one.
+func parseFlags(fs *flagSet, args []string) error {
 	// A single-value flag given twice would silently keep the last value
 	// (flag's behaviour); give it once or not at all.
 	fs.VisitAll(func(f *flag.Flag) {
@@ -214,15 +225,17 @@ func parse(fs *flagSet, args []string) error {
 		}
 		f.Value = &onceValue{Value: f.Value}
 	})
+	return parseMore(fs, args)
+}
+
+// parseMore parses more flags after parseFlags stopped at an argument.
+func parseMore(fs *flagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.help()
 			return err
 		}
 		return usageError{fmt.Errorf("%w (run \"%s -h\" for the flags)", err, fs.Name())}
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	return nil
 }

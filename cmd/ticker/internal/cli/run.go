@@ -27,7 +27,7 @@ type runFlags struct {
 	window, leaseTTL, backoff                                  time.Duration
 	max, attempts                                              int
 	webhooks                                                   multiFlag
-	once, stdout                                               bool
+	once, stdout, schedules                                    bool
 }
 
 type multiFlag []string
@@ -44,15 +44,12 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	fs.StringVar(&f.catchUp, "catch-up", "", "per-unit catch-up policy after downtime, e.g. minute=latest,hour=all,day=skip (all, latest or skip; default all)")
 	fs.DurationVar(&f.window, "catch-up-window", 7*24*time.Hour, fmt.Sprintf("policy all: emit missed boundaries at most this old (%s to %s)", bounds["catch-up-window"].min, bounds["catch-up-window"].max))
 	fs.IntVar(&f.max, "catch-up-max", 10080, fmt.Sprintf("policy all: emit at most this many missed boundaries per unit (1 to %d)", maxCatchUpMax))
-	fs.Var(&f.webhooks, "webhook", "POST each event as JSON to this http(s) URL (repeatable); replaces stdout unless --stdout")
-	fs.StringVar(&f.secretEnv, "webhook-secret-env", "PASSAGE_WEBHOOK_SECRET", "environment variable holding the HMAC-SHA256 secret signing webhook bodies")
-	fs.IntVar(&f.attempts, "webhook-attempts", 5, fmt.Sprintf("tries per event before the ticker keeps its cursor and offers the event again at its next wake-up (1 to %d)", maxWebhookAttempts))
-	fs.DurationVar(&f.backoff, "webhook-backoff", 200*time.Millisecond, fmt.Sprintf("wait after a failed webhook request, doubled per retry up to 10s (%s to %s)", bounds["webhook-backoff"].min, bounds["webhook-backoff"].max))
-	fs.BoolVar(&f.stdout, "stdout", false, "also write JSON lines to stdout when --webhook is given")
+	f.sinkFlags(fs)
 	fs.BoolVar(&f.once, "once", false, "emit whatever is due up to now, release the lease, print one line of what was done on stderr, and exit (for an external timer)")
 	fs.StringVar(&f.until, "until", "", "backfill every boundary up to this time (not in the future; behind every cursor is a no-op, said so), release the lease and exit; "+timeRule)
 	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz and /metrics on this address, e.g. 127.0.0.1:9090 (not with --once or --until)")
 	fs.StringVar(&f.holder, "holder", "", "lease holder id among replicas (default host:pid:random, unique per process)")
+	fs.BoolVar(&f.schedules, "schedules", true, "fire the schedules stored in --db (\"ticker schedule add\") on minute boundaries, publishing each run as a ScheduleRun record through the same sinks; needs minute in --units when there are any; not with --until")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, fmt.Sprintf("how long a dead replica's lease blocks the others (%s to %s)", bounds["lease-ttl"].min, bounds["lease-ttl"].max))
 	if err := parse(fs, args); err != nil {
 		return err
@@ -110,11 +107,24 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	if holder == "" {
 		holder = tick.NewHolderID()
 	}
+	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{ReplaceAttr: losslessTimes}))
 	opts = append(opts,
 		tick.WithLease(holder, f.leaseTTL),
 		tick.WithObserver(metrics.observer()),
-		tick.WithLogger(slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{ReplaceAttr: losslessTimes}))),
+		tick.WithLogger(logger),
 	)
+	// A backfill re-emits past boundaries for their receivers; schedules
+	// have catch-up policies of their own and are not fired by it.
+	var fire *firing
+	if f.schedules && !backfill {
+		units, _ := parseUnits(f.units) // already checked by tickerOptions
+		if fire, err = openFiring(ctx, db, units, pub, clock, logger); err != nil {
+			return err
+		}
+		if fire != nil {
+			pub = fire
+		}
+	}
 	ticker, err := tick.New(pub, store, opts...)
 	if errors.Is(err, tick.ErrInvalidOption) {
 		return usageError{err}
@@ -126,7 +136,7 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	switch {
 	case f.once:
 		loc, _ := loadLocation(f.tz) // already checked by tickerOptions
-		return once(ctx, env, ticker, store, metrics, loc)
+		return once(ctx, env, ticker, store, metrics, loc, fire, clock)
 	case backfill:
 		err := ticker.EmitUntil(ctx, until)
 		err = errors.Join(err, releaseLease(ctx, ticker))
@@ -148,13 +158,18 @@ var (
 
 // once is "run --once": one pass, the lease released so that a timer on
 // another host can emit a moment later, and one line on stderr saying what
-// was done (stdout carries only events).
-func once(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStore, m *metrics, loc *time.Location) error {
+// was done (stdout carries only events). With schedules, it also fires
+// what is due by now, not only by the last minute boundary: a timer that
+// runs it at 12:00:40 fires a 12:00:30 slot then, not at the next run.
+func once(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStore, m *metrics, loc *time.Location, fire *firing, clock clockwork.Clock) error {
 	before, err := store.Cursors(ctx)
 	if err != nil {
 		return fmt.Errorf("read cursors: %w", err)
 	}
 	err = ticker.EmitDue(ctx)
+	if err == nil && fire != nil {
+		err = fire.process(ctx, clock.Now())
+	}
 	released := releaseLease(ctx, ticker)
 	if err := errors.Join(err, released); err != nil {
 		return err
@@ -163,7 +178,17 @@ func once(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStor
 	if err != nil {
 		return fmt.Errorf("read cursors: %w", err)
 	}
-	fmt.Fprintln(env.Stderr, m.summary(before, after, loc))
+	line := m.summary(before, after, loc)
+	if fire != nil {
+		if n := fire.runs.Load(); n > 0 {
+			noun := "runs"
+			if n == 1 {
+				noun = "run"
+			}
+			line += fmt.Sprintf("; published %d schedule %s", n, noun)
+		}
+	}
+	fmt.Fprintln(env.Stderr, line)
 	return nil
 }
 
@@ -324,6 +349,28 @@ func parseCatchUp(spec string, units []tick.Unit, all tick.All) (map[tick.Unit]t
 		}
 	}
 	return policies, nil
+}
+
+// sinkFlags declares where events go: stdout, or webhooks. "run" and
+// "schedule trigger" share them.
+func (f *runFlags) sinkFlags(fs *flagSet) {
+	fs.Var(&f.webhooks, "webhook", "POST each event as JSON to this http(s) URL (repeatable); replaces stdout unless --stdout")
+	fs.StringVar(&f.secretEnv, "webhook-secret-env", "PASSAGE_WEBHOOK_SECRET", "environment variable holding the HMAC-SHA256 secret signing webhook bodies")
+	fs.IntVar(&f.attempts, "webhook-attempts", 5, fmt.Sprintf("tries per event before the ticker keeps its cursor and offers the event again at its next wake-up (1 to %d)", maxWebhookAttempts))
+	fs.DurationVar(&f.backoff, "webhook-backoff", 200*time.Millisecond, fmt.Sprintf("wait after a failed webhook request, doubled per retry up to 10s (%s to %s)", bounds["webhook-backoff"].min, bounds["webhook-backoff"].max))
+	fs.BoolVar(&f.stdout, "stdout", false, "also write JSON lines to stdout when --webhook is given")
+}
+
+// checkSinkFlags checks the webhook flags' bounds (for "schedule
+// trigger"; "run" checks them with the rest in tickerOptions).
+func (f *runFlags) checkSinkFlags() error {
+	if b := bounds["webhook-backoff"]; f.backoff < b.min || f.backoff > b.max {
+		return usagef("--webhook-backoff %s: must be between %s and %s (%s)", f.backoff, b.min, b.max, b.why)
+	}
+	if f.attempts < 1 || f.attempts > maxWebhookAttempts {
+		return usagef("--webhook-attempts %d: must be between 1 and %d", f.attempts, maxWebhookAttempts)
+	}
+	return nil
 }
 
 func (f *runFlags) publisher(env Env) (tick.Publisher, error) {

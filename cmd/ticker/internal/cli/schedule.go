@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
@@ -14,6 +12,12 @@ import (
 func scheduleCommands() []command {
 	return []command{
 		{"preview", "list the next fire instants of a schedule spec", schedulePreviewCommand, graceOther},
+		{"add", "store a schedule in a database (or update it), for \"ticker run\" to fire", scheduleAddCommand, graceOther},
+		{"list", "list the stored schedules: next slot, paused, runs, skipped", scheduleListCommand, graceOther},
+		{"pause", "stop a schedule from firing until resumed", scheduleChangeCommand("pause", "paused", (*schedule.Scheduler).Pause), graceOther},
+		{"resume", "let a paused schedule fire again from its next slot after now", scheduleChangeCommand("resume", "resumed", (*schedule.Scheduler).Resume), graceOther},
+		{"trigger", "run a schedule now, outside its plan, publishing the run like \"ticker run\"", scheduleTriggerCommand, graceOther},
+		{"delete", "remove a schedule (its recorded runs stay)", scheduleChangeCommand("delete", "deleted", (*schedule.Scheduler).Delete), graceOther},
 	}
 }
 
@@ -31,7 +35,11 @@ func scheduleCommand(ctx context.Context, env Env, args []string) error {
 	}
 	for _, c := range scheduleCommands() {
 		if c.name == args[0] {
-			return c.run(ctx, env, args[1:])
+			// Errors name the subcommand: "ticker schedule pause: …".
+			if err := c.run(ctx, env, args[1:]); err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			return nil
 		}
 	}
 	return usagef("unknown subcommand %q (run \"ticker schedule -h\")", args[0])
@@ -51,17 +59,6 @@ func schedulePreviewCommand(_ context.Context, env Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	text := *spec
-	switch {
-	case (*spec == "") == (*specFile == ""):
-		return usagef("give the spec with exactly one of --spec and --spec-file")
-	case *specFile != "":
-		b, err := os.ReadFile(*specFile)
-		if err != nil {
-			return usagef("--spec-file %q: %v", *specFile, err)
-		}
-		text = string(b)
-	}
 	if *n < 1 || *n > 10000 {
 		return usagef("-n %d: must be between 1 and 10000", *n)
 	}
@@ -69,9 +66,9 @@ func schedulePreviewCommand(_ context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := schedule.Parse(text, loc)
+	s, err := readSpec(*spec, *specFile, loc)
 	if err != nil {
-		return usagef("--spec %q: %v", strings.TrimSpace(text), err)
+		return err
 	}
 	start := env.clock().Now().In(loc)
 	if *from != "" {

@@ -46,7 +46,7 @@ func TestSchedulePreviewFlagErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"schedule"}, "a subcommand is needed"},
-		{[]string{"schedule", "list"}, `unknown subcommand "list"`},
+		{[]string{"schedule", "explode"}, `unknown subcommand "explode"`},
 		{[]string{"schedule", "preview"}, "exactly one of --spec and --spec-file"},
 		{[]string{"schedule", "preview", "--spec", "@daily", "--spec-file", "x"}, "exactly one of --spec and --spec-file"},
 		{[]string{"schedule", "preview", "--spec", "61 * * * *"}, `minute field "61"`},
