@@ -72,6 +72,13 @@ type scheduleRun struct {
 // that each follows the minute whose boundary fired it.
 func scheduleRuns(t *testing.T, out string) []scheduleRun {
 	t.Helper()
+	return pickRuns(t, out, true)
+}
+
+// pickRuns is scheduleRuns, with the check only when onMinutes: "run
+// --once" also fires what is due between the last minute and now.
+func pickRuns(t *testing.T, out string, onMinutes bool) []scheduleRun {
+	t.Helper()
 	var runs []scheduleRun
 	var minute time.Time
 	for line := range strings.Lines(out) {
@@ -87,7 +94,7 @@ func scheduleRuns(t *testing.T, out string) []scheduleRun {
 			var r scheduleRun
 			require.NoError(t, json.Unmarshal([]byte(line), &r), line)
 			r.Raw = line
-			if !r.Manual {
+			if onMinutes && !r.Manual {
 				require.False(t, r.Slot.After(minute), "%s published before its minute (%s)", r.SlotID, minute)
 			}
 			runs = append(runs, r)
@@ -342,4 +349,18 @@ func TestScheduleCommandsOnADatabaseWithoutSchedulesCreateNothing(t *testing.T) 
 	require.Contains(t, r.stderr, "no such database (nothing was created)")
 	_, err := os.Stat(missing)
 	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// A timer running "run --once" at 12:01:40 fires a slot of 12:01:10 then,
+// not a minute later at the next boundary.
+func TestOnceFiresWhatIsDueByNow(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(start) // 12:00:30
+	db := filepath.Join(t.TempDir(), "passage.db")
+	require.Equal(t, "added ping: next slot 2026-11-21T12:01:10Z\n",
+		ok(t, run(t, clock, nil, "schedule", "add", "--db", db, "--name", "ping", "--spec", "@every 1m from 2026-11-21T12:00:10Z", "--command", "ping")))
+	require.Empty(t, ok(t, run(t, clock, nil, "run", "--once", "--db", db, "--units", "minute")))
+	clock.Advance(70 * time.Second) // 12:01:40
+	once := run(t, clock, nil, "run", "--once", "--db", db, "--units", "minute")
+	require.Equal(t, map[string]int{"ping@2026-11-21T12:01:10Z": 1}, slotIDs(pickRuns(t, ok(t, once), false)))
 }
