@@ -302,9 +302,16 @@ type state struct {
 	NextSlot int64  `db:"next_slot"`
 }
 
+// load reads a schedule's row in tx. On PostgreSQL it locks the row, so
+// a firing, a Sync and a Pause of the same schedule take turns (SQLite's
+// write transactions already do).
 func (s *Scheduler) load(ctx context.Context, q sqlx.QueryerContext, name string) (state, bool, error) {
 	var st state
-	err := sqlx.GetContext(ctx, q, &st, s.db.Rebind(selectSchedule), name)
+	query := selectSchedule
+	if sqldb.DialectOf(s.db) == sqldb.Postgres {
+		query += " FOR UPDATE"
+	}
+	err := sqlx.GetContext(ctx, q, &st, s.db.Rebind(query), name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return st, false, nil
 	}
