@@ -60,7 +60,11 @@ func openFiring(ctx context.Context, db *sqldb.DB, units []tick.Unit, sinks tick
 			return nil, err
 		}
 		if n > 0 {
-			return nil, usagef("--units %s: the database holds %d schedules, which fire on minute boundaries: add minute to --units, or pass --schedules=false to run without firing them", joinUnits(units), n)
+			noun := "schedules, which fire"
+			if n == 1 {
+				noun = "schedule, which fires"
+			}
+			return nil, usagef("--units %s: the database holds %d %s on minute boundaries: add minute to --units, or pass --schedules=false to run without firing them", joinUnits(units), n, noun)
 		}
 		return nil, nil
 	}
