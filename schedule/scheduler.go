@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,12 @@ type Definition struct {
 	MaxRuns int
 	// Until ends the schedule: no slot after it. Zero means no end.
 	Until time.Time
+	// Jitter spreads the firings of many schedules with the same slots:
+	// each slot fires up to Jitter after its instant, by an offset
+	// derived from its slot id, so the same slot always gets the same
+	// offset on every replica and every restart. Run.Slot stays the
+	// planned instant. Zero means none; at most MaxInterval.
+	Jitter time.Duration
 }
 
 // Run is one firing of a schedule, as its Handler sees it.
@@ -243,6 +250,8 @@ func (d Definition) validate() error {
 		return fmt.Errorf("%w: schedule %q has no spec", ErrInvalidSpec, d.Name)
 	case d.MaxRuns < 0:
 		return fmt.Errorf("%w: schedule %q: MaxRuns %d is negative", ErrInvalidSpec, d.Name, d.MaxRuns)
+	case d.Jitter < 0 || d.Jitter > MaxInterval:
+		return fmt.Errorf("%w: schedule %q: Jitter %v must be between 0 and %v", ErrInvalidSpec, d.Name, d.Jitter, MaxInterval)
 	}
 	if d.CatchUp != nil {
 		if a, ok := d.CatchUp.(tick.All); ok && (a.Window <= 0 || a.Max <= 0 || a.Window > tick.MaxDuration) {
@@ -280,7 +289,7 @@ func parsePolicy(text string) tick.CatchUp {
 // runs: a change to any of it reprograms the schedule.
 func (d Definition) hash() string {
 	h := sha256.New()
-	for _, part := range []string{d.Spec.String(), d.Command, string(d.Payload), policyText(d.CatchUp), fmt.Sprint(d.MaxRuns), d.Until.UTC().Format(time.RFC3339Nano)} {
+	for _, part := range []string{d.Spec.String(), d.Command, string(d.Payload), policyText(d.CatchUp), fmt.Sprint(d.MaxRuns), d.Until.UTC().Format(time.RFC3339Nano), d.Jitter.String()} {
 		fmt.Fprintf(h, "%d:%s;", len(part), part)
 	}
 	return hex.EncodeToString(h.Sum(nil))
@@ -300,6 +309,7 @@ type state struct {
 	Runs     int64  `db:"runs"`
 	Skipped  int64  `db:"skipped"`
 	NextSlot int64  `db:"next_slot"`
+	Jitter   int64  `db:"jitter"`
 }
 
 // load reads a schedule's row in tx. On PostgreSQL it locks the row, so
@@ -337,24 +347,35 @@ func (s *Scheduler) sync(ctx context.Context, d Definition) (string, error) {
 		}
 		if !found {
 			outcome = "added"
-			_, err = tx.ExecContext(ctx, tx.Rebind(insertSchedule), d.Name, d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next))
+			_, err = tx.ExecContext(ctx, tx.Rebind(insertSchedule), d.Name, d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next), int64(d.Jitter))
 		} else {
 			outcome = "changed"
 			if st.Paused != 0 {
 				next = time.Time{}
 			}
-			_, err = tx.ExecContext(ctx, tx.Rebind(updateDefinition), d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next), d.Name)
+			_, err = tx.ExecContext(ctx, tx.Rebind(updateDefinition), d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next), int64(d.Jitter), d.Name)
 			if err == nil {
 				// Remove first: a re-add never brings an item forward.
 				err = s.list.RemoveTx(ctx, tx, d.Name)
 			}
 		}
 		if err == nil && !next.IsZero() {
-			err = s.list.AddTx(ctx, tx, d.Name, next)
+			err = s.list.AddTx(ctx, tx, d.Name, d.due(next))
 		}
 		return err
 	})
 	return outcome, err
+}
+
+// due is when the to-do item for slot falls due: the slot, plus its
+// jitter.
+func (d Definition) due(slot time.Time) time.Time {
+	if d.Jitter <= 0 {
+		return slot
+	}
+	h := fnv.New64a()
+	h.Write([]byte(SlotID(d.Name, slot)))
+	return slot.Add(time.Duration(h.Sum64() % uint64(d.Jitter)))
 }
 
 // nextAfter returns the first slot after t that the definition still
@@ -397,11 +418,11 @@ func (s *Scheduler) definition(st state) (Definition, error) {
 	if ok && d.hash() == st.Hash {
 		return d, nil
 	}
-	spec, err := Parse(st.Spec, time.UTC)
+	spec, err := Parse(st.Spec, nil) // the text names its zone
 	if err != nil {
 		return Definition{}, fmt.Errorf("schedule %q: its stored spec %q does not read back (declare it with Sync in the process that fires it): %w", st.Name, st.Spec, err)
 	}
-	d = Definition{Name: st.Name, Spec: spec, Command: st.Command, Payload: st.Payload, MaxRuns: st.MaxRuns}
+	d = Definition{Name: st.Name, Spec: spec, Command: st.Command, Payload: st.Payload, MaxRuns: st.MaxRuns, Jitter: time.Duration(st.Jitter)}
 	if st.Until != 0 {
 		d.Until = sqldb.DecodeTime(st.Until)
 	}
@@ -484,7 +505,11 @@ func (s *Scheduler) fire(ctx context.Context, item todolist.Item) error {
 		if err != nil {
 			return err
 		}
-		p := s.planFor(d, item.Due, now)
+		first := item.Due // the slot, unless jitter delayed the item
+		if st.NextSlot != 0 {
+			first = sqldb.DecodeTime(st.NextSlot)
+		}
+		p := s.planFor(d, first, now)
 		fired := int64(0)
 		if !p.fire.IsZero() && (d.MaxRuns == 0 || st.Runs < int64(d.MaxRuns)) {
 			ran, err := s.run(ctx, tx, st, p.fire, item.Attempts+1)
@@ -509,7 +534,7 @@ func (s *Scheduler) fire(ctx context.Context, item todolist.Item) error {
 		if next.IsZero() {
 			return nil // ended: the processor removes the item
 		}
-		return s.list.AddTx(ctx, tx, st.Name, next) // a later due time moves the item
+		return s.list.AddTx(ctx, tx, st.Name, d.due(next)) // a later due time moves the item
 	})
 	if err != nil {
 		return fmt.Errorf("schedule %q: fire the slot due %s: %w", item.ID, tick.FormatTime(item.Due), err)
@@ -539,6 +564,13 @@ func policyName(p tick.CatchUp) string {
 // false when the slot already has a run (another replica, or an earlier
 // attempt that committed).
 func (s *Scheduler) run(ctx context.Context, tx *sqlx.Tx, st state, slot time.Time, attempt int) (bool, error) {
+	r, err := s.record(ctx, tx, st, slot, attempt)
+	return r.RunID != "", err
+}
+
+// record is run's work: the run it made, or a zero Run when the slot had
+// one already.
+func (s *Scheduler) record(ctx context.Context, tx *sqlx.Tx, st state, slot time.Time, attempt int) (Run, error) {
 	r := Run{
 		RunID:    uuid.NewString(),
 		SlotID:   SlotID(st.Name, slot),
@@ -551,15 +583,15 @@ func (s *Scheduler) run(ctx context.Context, tx *sqlx.Tx, st state, slot time.Ti
 	}
 	res, err := tx.ExecContext(ctx, tx.Rebind(insertRun), r.SlotID, r.RunID, r.Schedule, sqldb.EncodeTime(slot), sqldb.EncodeTime(r.FiredAt), attempt, 0)
 	if err != nil {
-		return false, err
+		return Run{}, err
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return false, err
+		return Run{}, err
 	}
 	if err := s.callHandler(ctx, tx, r); err != nil {
-		return false, err
+		return Run{}, err
 	}
-	return true, nil
+	return r, nil
 }
 
 // callHandler turns a handler's panic into an error, so a bad run is
@@ -642,7 +674,7 @@ func (s *Scheduler) Resume(ctx context.Context, name string) error {
 		if next.IsZero() {
 			return nil
 		}
-		return s.list.AddTx(ctx, tx, name, next)
+		return s.list.AddTx(ctx, tx, name, d.due(next))
 	})
 }
 
@@ -702,4 +734,52 @@ func (s *Scheduler) change(ctx context.Context, verb, name string, f func(tx *sq
 		return fmt.Errorf("schedule: %s %q: %w", verb, name, err)
 	}
 	return nil
+}
+
+// maxBackfill bounds the slots one Backfill fires.
+const maxBackfill = 10_000
+
+// Backfill runs the slots of a schedule in (from, to] that have no run
+// yet, oldest first, each in a transaction of its own with its planned
+// slot id, as if it had fired on time: for a schedule added after the
+// fact, or slots a catch-up policy skipped. Slots already run are left
+// alone, so backfilling twice runs nothing twice. It does not move the
+// plan, and its runs do not count toward MaxRuns. to must not be in the
+// future; at most 10,000 slots. It returns the runs it made.
+func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Time) ([]Run, error) {
+	if to.After(s.clock.Now()) {
+		return nil, fmt.Errorf("schedule: backfill %q: %s is in the future", name, tick.FormatTime(to))
+	}
+	var st state
+	err := s.change(ctx, "backfill", name, func(_ *sqlx.Tx, got state) error { st = got; return nil })
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.definition(st)
+	if err != nil {
+		return nil, fmt.Errorf("schedule: backfill %q: %w", name, err)
+	}
+	var slots []time.Time
+	for at := d.Spec.Next(from); !at.IsZero() && !at.After(to); at = d.Spec.Next(at) {
+		if len(slots) == maxBackfill {
+			return nil, fmt.Errorf("schedule: backfill %q: more than %d slots in (%s, %s]", name, maxBackfill, tick.FormatTime(from), tick.FormatTime(to))
+		}
+		slots = append(slots, at)
+	}
+	var runs []Run
+	for _, slot := range slots {
+		var r Run
+		err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+			var err error
+			r, err = s.record(ctx, tx, st, slot, 1)
+			return err
+		})
+		if err != nil {
+			return runs, fmt.Errorf("schedule: backfill %q at %s: %w", name, tick.FormatTime(slot), err)
+		}
+		if r.RunID != "" {
+			runs = append(runs, r)
+		}
+	}
+	return runs, nil
 }

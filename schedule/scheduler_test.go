@@ -469,3 +469,116 @@ func TestSyncRejectsBadDefinitions(t *testing.T) {
 		require.ErrorContains(t, err, c.want)
 	}
 }
+
+func TestJitterDelaysEachSlotByTheSameOffsetEverywhere(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	clock := clockwork.NewFakeClockAt(start)
+	db, _ := sqldbtest.SQLite(t)
+	n := newNode(t, db.DB, clock, &recorder{})
+	hourly := mustSpec(t)(schedule.Cron("0 * * * *", nil))
+	var defs []schedule.Definition
+	for _, name := range []string{"a", "b", "c", "d"} {
+		defs = append(defs, schedule.Definition{Name: name, Spec: hourly, Jitter: 10 * time.Minute})
+	}
+	_, err := n.s.Sync(context.Background(), defs...)
+	require.NoError(t, err)
+	offsets := map[string]time.Duration{}
+	for range 3*60 + 11 { // three slots, the last one's jitter and a tick
+		clock.Advance(time.Minute)
+		n.process(t, clock)
+	}
+	for _, run := range n.rec.runs {
+		late := run.FiredAt.Sub(run.Slot)
+		require.GreaterOrEqual(t, late, time.Duration(0), run.SlotID)
+		require.Less(t, late, 10*time.Minute+time.Minute, "%s: within the jitter, plus the minute the tick takes to come", run.SlotID)
+		require.Zero(t, run.Slot.Minute(), "Run.Slot is the planned instant")
+		offsets[run.SlotID] = late.Truncate(time.Minute)
+	}
+	require.Len(t, n.rec.runs, 4*3, "every slot of every schedule, once")
+	distinct := map[time.Duration]bool{}
+	for _, o := range offsets {
+		distinct[o] = true
+	}
+	require.Greater(t, len(distinct), 1, "the offsets spread the schedules: %v", offsets)
+
+	// Another process computes the same offsets: the item of the next slot
+	// is due at the same instant after a restart.
+	item, err := n.s.ToDo().Get(context.Background(), "a")
+	require.NoError(t, err)
+	other := newNode(t, db.DB, clock, &recorder{})
+	res, err := other.s.Sync(context.Background(), defs...)
+	require.NoError(t, err)
+	require.Len(t, res.Unchanged, 4)
+	again, err := other.s.ToDo().Get(context.Background(), "a")
+	require.NoError(t, err)
+	require.True(t, item.Due.Equal(again.Due))
+
+	_, err = n.s.Sync(context.Background(), schedule.Definition{Name: "x", Spec: hourly, Jitter: -time.Second})
+	require.ErrorContains(t, err, "Jitter -1s must be between 0 and")
+}
+
+func TestBackfillRunsTheSlotsWithoutARunOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	clock := clockwork.NewFakeClockAt(start)
+	db, _ := sqldbtest.SQLite(t)
+	n := newNode(t, db.DB, clock, &recorder{})
+	hourly := mustSpec(t)(schedule.Cron("0 * * * *", nil))
+	_, err := n.s.Sync(ctx, schedule.Definition{Name: "hourly", Spec: hourly})
+	require.NoError(t, err)
+	clock.Advance(3*time.Hour + time.Minute)
+	n.process(t, clock) // latest only: fires 03:00, skips 01:00 and 02:00
+
+	runs, err := n.s.Backfill(ctx, "hourly", start.Add(-2*time.Hour), clock.Now())
+	require.NoError(t, err)
+	var got []time.Time
+	for _, r := range runs {
+		got = append(got, r.Slot)
+		require.Equal(t, schedule.SlotID("hourly", r.Slot), r.SlotID)
+	}
+	equalInstants(t, []time.Time{start.Add(-time.Hour), start, start.Add(time.Hour), start.Add(2 * time.Hour)}, got, "the slots without a run, not 03:00")
+	again, err := n.s.Backfill(ctx, "hourly", start.Add(-2*time.Hour), clock.Now())
+	require.NoError(t, err)
+	require.Empty(t, again, "backfilling twice runs nothing twice")
+	states, err := n.s.List(ctx)
+	require.NoError(t, err)
+	require.True(t, states[0].Next.Equal(start.Add(4*time.Hour)), "the plan is untouched")
+
+	_, err = n.s.Backfill(ctx, "hourly", start, clock.Now().Add(time.Minute))
+	require.ErrorContains(t, err, "is in the future")
+	_, err = n.s.Backfill(ctx, "nope", start, clock.Now())
+	require.ErrorIs(t, err, schedule.ErrUnknownSchedule)
+}
+
+// A process that did not declare a schedule fires it from its stored
+// text, in the zone the text names.
+func TestAnUndeclaredScheduleFiresFromItsStoredText(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	warsaw, _ := time.LoadLocation("Europe/Warsaw")
+	start := time.Date(2026, 5, 1, 0, 0, 0, 0, warsaw)
+	clock := clockwork.NewFakeClockAt(start)
+	db, _ := sqldbtest.SQLite(t)
+	declaring := newNode(t, db.DB, clock, &recorder{})
+	defs := []schedule.Definition{
+		{Name: "cron", Spec: mustSpec(t)(schedule.Cron("0 9 * * *", warsaw))},
+		{Name: "rule", Spec: mustSpec(t)(schedule.RRule("DTSTART:20260501T100000\nRRULE:FREQ=DAILY", warsaw))},
+		{Name: "calendar", Spec: mustSpec(t)(schedule.Calendar{Every: schedule.Daily, Start: start, At: []schedule.Clock{schedule.At(11, 0)}}.Spec())},
+		{Name: "every", Spec: mustSpec(t)(schedule.Every(6*time.Hour, start)), Jitter: time.Minute},
+	}
+	_, err := declaring.s.Sync(ctx, defs...)
+	require.NoError(t, err)
+	firing := newNode(t, db.DB, clock, &recorder{}) // declares nothing
+	for range 12*60 - 30 {                          // ends 11:30: the 12:00 slot of every 6h stays unfired, jitter or not
+		clock.Advance(time.Minute)
+		firing.process(t, clock)
+	}
+	for _, d := range defs {
+		want := expectedSlots(d.Spec, start, clock.Now())
+		require.NotEmpty(t, want, d.Name)
+		equalInstants(t, want, firing.rec.slots(d.Name), d.Name)
+	}
+	require.Empty(t, declaring.rec.runs)
+}

@@ -22,7 +22,8 @@ var migrations = []sqldb.Migration{{
 	paused    INTEGER NOT NULL DEFAULT 0,
 	runs      INTEGER NOT NULL DEFAULT 0,
 	skipped   INTEGER NOT NULL DEFAULT 0,
-	next_slot INTEGER NOT NULL DEFAULT 0
+	next_slot INTEGER NOT NULL DEFAULT 0,
+	jitter    INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE TABLE schedule_runs (
 	slot_id  TEXT    NOT NULL PRIMARY KEY,
@@ -46,7 +47,8 @@ CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule, slot);`,
 	paused    INTEGER NOT NULL DEFAULT 0,
 	runs      BIGINT  NOT NULL DEFAULT 0,
 	skipped   BIGINT  NOT NULL DEFAULT 0,
-	next_slot BIGINT  NOT NULL DEFAULT 0
+	next_slot BIGINT  NOT NULL DEFAULT 0,
+	jitter    BIGINT  NOT NULL DEFAULT 0
 );
 CREATE TABLE schedule_runs (
 	slot_id  TEXT    NOT NULL PRIMARY KEY,
@@ -64,14 +66,14 @@ CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule, slot);`,
 const listName = "passage-schedules"
 
 const (
-	selectSchedule = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot
+	selectSchedule = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot, jitter
 FROM schedule_schedules WHERE name = ?`
-	selectSchedules = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot
+	selectSchedules = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot, jitter
 FROM schedule_schedules ORDER BY name`
-	insertSchedule = `INSERT INTO schedule_schedules (name, spec, hash, command, payload, catch_up, max_runs, until, next_slot)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertSchedule = `INSERT INTO schedule_schedules (name, spec, hash, command, payload, catch_up, max_runs, until, next_slot, jitter)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	updateDefinition = `UPDATE schedule_schedules
-SET spec = ?, hash = ?, command = ?, payload = ?, catch_up = ?, max_runs = ?, until = ?, next_slot = ?
+SET spec = ?, hash = ?, command = ?, payload = ?, catch_up = ?, max_runs = ?, until = ?, next_slot = ?, jitter = ?
 WHERE name = ?`
 	insertRun = `INSERT INTO schedule_runs (slot_id, run_id, schedule, slot, fired_at, attempt, manual)
 VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (slot_id) DO NOTHING`
