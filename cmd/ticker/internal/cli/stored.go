@@ -94,15 +94,11 @@ func scheduleAddCommand(ctx context.Context, env Env, args []string) error {
 	if d.Spec, err = readSpec(*spec, *specFile, loc); err != nil {
 		return err
 	}
-	// "ticker run" fires a schedule from its stored text, which the
-	// scheduler reads back in UTC; a spec that does not read back would be
-	// stored and then fail at every slot. A cron expression in another
-	// zone is such a spec today (its text names the zone, CRON_TZ=…, and
-	// the scheduler's read-back refuses a zone named twice).
-	if back, err := schedule.Parse(d.Spec.String(), time.UTC); err != nil || back.String() != d.Spec.String() {
-		return usagef("--spec: it is stored as %q, which \"ticker run\" cannot read back to fire it (%v); "+
-			"for a cron expression in a zone other than UTC, write the schedule as an iCalendar rule with DTSTART;TZID=",
-			d.Spec.String(), err)
+	// "ticker run" fires a schedule from its stored text, read back with
+	// schedule.Parse in the zone the text names; a spec that did not read
+	// back the same would be stored and then fail at every slot.
+	if back, err := schedule.Parse(d.Spec.String(), nil); err != nil || back.String() != d.Spec.String() {
+		return usagef("--spec: it is stored as %q, which \"ticker run\" cannot read back to fire it (%v)", d.Spec.String(), err)
 	}
 	if *payload != "" {
 		var v any

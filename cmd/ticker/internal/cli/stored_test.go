@@ -299,7 +299,6 @@ func TestScheduleCommandFlagErrors(t *testing.T) {
 		{add("--spec", "61 * * * *"), `--spec "61 * * * *": schedule: invalid spec: cron "61 * * * *": minute field "61"`},
 		{add("--spec", "DTSTART:20260101T000000\nRRULE:FREQ=SOMETIMES"), `line "RRULE:FREQ=SOMETIMES"`},
 		{add("--spec", "@every 1ms"), "--spec"},
-		{add("--spec", "0 12 * * FRI", "--tz", "Europe/Warsaw"), `--spec: it is stored as "CRON_TZ=Europe/Warsaw 0 12 * * FRI", which "ticker run" cannot read back`},
 		{add("--spec", "@daily", "--payload", `{"box": orders}`), `--payload "{\"box\": orders}": not a JSON value`},
 		{add("--spec", "@daily", "--catch-up", "sometimes"), `--catch-up "sometimes": not latest, skip or all`},
 		{add("--spec", "@daily", "--catch-up-max", "5"), "--catch-up-window and --catch-up-max apply to --catch-up all only"},
@@ -363,4 +362,17 @@ func TestOnceFiresWhatIsDueByNow(t *testing.T) {
 	clock.Advance(70 * time.Second) // 12:01:40
 	once := run(t, clock, nil, "run", "--once", "--db", db, "--units", "minute")
 	require.Equal(t, map[string]int{"ping@2026-11-21T12:01:10Z": 1}, slotIDs(pickRuns(t, ok(t, once), false)))
+}
+
+// A cron expression in a zone is stored with its zone and fires there.
+func TestAZonedCronScheduleIsStoredInItsZone(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "passage.db")
+	r := run(t, clockwork.NewFakeClockAt(time.Date(2026, 3, 27, 0, 0, 0, 0, time.UTC)), nil,
+		"schedule", "add", "--db", db, "--name", "report", "--command", "send-report", "--spec", "0 12 * * FRI", "--tz", "Europe/Warsaw")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "added report: next slot 2026-03-27T12:00:00+01:00")
+	r = run(t, nil, nil, "schedule", "list", "--db", db)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "CRON_TZ=Europe/Warsaw 0 12 * * FRI")
 }
