@@ -53,7 +53,11 @@
 //     tick.Skip); what is not fired is counted and published as
 //     SlotsSkipped, never silent.
 //   - Pause, Resume, Trigger (a run now, outside the plan, with its own
-//     id) and Delete change a schedule in one transaction each.
+//     id) and Delete change a schedule in one transaction each; Backfill
+//     runs the slots of a range that have no run yet.
+//   - Jitter delays each slot by an offset derived from its slot id, the
+//     same on every replica and restart, to spread schedules that share
+//     their slots.
 //
 // A schedule this process declared fires by its Spec; one declared
 // elsewhere fires by its stored text, which Parse must read back
