@@ -55,6 +55,12 @@
 //   - Pause, Resume, Trigger (a run now, outside the plan, with its own
 //     id) and Delete change a schedule in one transaction each; Backfill
 //     runs the slots of a range that have no run yet.
+//   - A handler hands its command over inside the firing transaction and
+//     returns; one that hands it to work that goes on returns
+//     ErrStillRunning, and Finish closes the run later. While a run is
+//     open, the Overlap policy decides: fire anyway (AllowOverlap), skip
+//     and report the slot (SkipOverlap), or keep it and fire it when the
+//     run finishes (BufferOne).
 //   - Jitter delays each slot by an offset derived from its slot id, the
 //     same on every replica and restart, to spread schedules that share
 //     their slots.

@@ -26,6 +26,58 @@ import (
 // ErrUnknownSchedule is returned for a name no schedule has.
 var ErrUnknownSchedule = errors.New("schedule: unknown schedule")
 
+// ErrUnknownRun is returned by Finish for a run id no run has.
+var ErrUnknownRun = errors.New("schedule: unknown run")
+
+// ErrStillRunning is what a Handler returns when it handed the run over
+// to work that goes on after it returns (a job queue, another service):
+// the run is recorded and its slot done, but the run stays open until
+// Scheduler.Finish is called with its run id. Overlap policies look at
+// open runs. It is not a failure.
+var ErrStillRunning = errors.New("schedule: run still running")
+
+// Overlap says what a slot does while an earlier run of the same schedule
+// is still open (its handler returned ErrStillRunning and Finish has not
+// been called).
+type Overlap int
+
+const (
+	// AllowOverlap fires the slot anyway: runs may overlap. The default.
+	AllowOverlap Overlap = iota
+	// SkipOverlap does not fire the slot; it is counted and reported
+	// skipped (SlotsSkipped with Policy "overlap").
+	SkipOverlap
+	// BufferOne keeps the slot until the open run finishes and fires it
+	// then (Finish makes it due at once); of several slots that pass
+	// meanwhile, the catch-up policy decides which fire (tick.LatestOnly,
+	// the default: one).
+	BufferOne
+)
+
+func (o Overlap) String() string {
+	switch o {
+	case SkipOverlap:
+		return "skip"
+	case BufferOne:
+		return "buffer-one"
+	}
+	return "allow"
+}
+
+func parseOverlap(s string) Overlap {
+	for _, o := range []Overlap{SkipOverlap, BufferOne} {
+		if o.String() == s {
+			return o
+		}
+	}
+	return AllowOverlap
+}
+
+// bufferRecheck is how often a slot buffered behind an open run is looked
+// at again, in case Finish is never called (a lost worker's run stays
+// open until someone finishes it).
+const bufferRecheck = time.Minute
+
 // Definition is a schedule as the application declares it (Sync).
 type Definition struct {
 	// Name identifies the schedule: its row, its to-do item's ID and the
@@ -56,6 +108,9 @@ type Definition struct {
 	// offset on every replica and every restart. Run.Slot stays the
 	// planned instant. Zero means none; at most MaxInterval.
 	Jitter time.Duration
+	// Overlap says what a slot does while a run of the schedule is still
+	// open (see ErrStillRunning); AllowOverlap by default.
+	Overlap Overlap
 }
 
 // Run is one firing of a schedule, as its Handler sees it.
@@ -85,6 +140,13 @@ type Run struct {
 // error rolls everything back; the slot is tried again after a backoff,
 // with the same SlotID. A run may be attempted more than once (a crash
 // after the handler's side effects outside tx), never recorded twice.
+//
+// Keep it short: it hands the command over, it does not do the work.
+// The transaction is open while it runs, and on SQLite it holds the
+// database's write lock. Work that takes long goes to a queue or another
+// service; the handler then returns ErrStillRunning, and whoever finishes
+// the work calls Scheduler.Finish, so that the schedule's Overlap policy
+// knows the run is still open meanwhile.
 type Handler func(ctx context.Context, tx *sqlx.Tx, run Run) error
 
 // SlotsSkipped reports slots a catch-up policy did not fire, published
@@ -250,6 +312,8 @@ func (d Definition) validate() error {
 		return fmt.Errorf("%w: schedule %q has no spec", ErrInvalidSpec, d.Name)
 	case d.MaxRuns < 0:
 		return fmt.Errorf("%w: schedule %q: MaxRuns %d is negative", ErrInvalidSpec, d.Name, d.MaxRuns)
+	case d.Overlap < AllowOverlap || d.Overlap > BufferOne:
+		return fmt.Errorf("%w: schedule %q: Overlap %d is not AllowOverlap, SkipOverlap or BufferOne", ErrInvalidSpec, d.Name, d.Overlap)
 	case d.Jitter < 0 || d.Jitter > MaxInterval:
 		return fmt.Errorf("%w: schedule %q: Jitter %v must be between 0 and %v", ErrInvalidSpec, d.Name, d.Jitter, MaxInterval)
 	}
@@ -289,7 +353,7 @@ func parsePolicy(text string) tick.CatchUp {
 // runs: a change to any of it reprograms the schedule.
 func (d Definition) hash() string {
 	h := sha256.New()
-	for _, part := range []string{d.Spec.String(), d.Command, string(d.Payload), policyText(d.CatchUp), fmt.Sprint(d.MaxRuns), d.Until.UTC().Format(time.RFC3339Nano), d.Jitter.String()} {
+	for _, part := range []string{d.Spec.String(), d.Command, string(d.Payload), policyText(d.CatchUp), fmt.Sprint(d.MaxRuns), d.Until.UTC().Format(time.RFC3339Nano), d.Jitter.String(), d.Overlap.String()} {
 		fmt.Fprintf(h, "%d:%s;", len(part), part)
 	}
 	return hex.EncodeToString(h.Sum(nil))
@@ -310,6 +374,7 @@ type state struct {
 	Skipped  int64  `db:"skipped"`
 	NextSlot int64  `db:"next_slot"`
 	Jitter   int64  `db:"jitter"`
+	Overlap  string `db:"overlap"`
 }
 
 // load reads a schedule's row in tx. On PostgreSQL it locks the row, so
@@ -347,13 +412,13 @@ func (s *Scheduler) sync(ctx context.Context, d Definition) (string, error) {
 		}
 		if !found {
 			outcome = "added"
-			_, err = tx.ExecContext(ctx, tx.Rebind(insertSchedule), d.Name, d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next), int64(d.Jitter))
+			_, err = tx.ExecContext(ctx, tx.Rebind(insertSchedule), d.Name, d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next), int64(d.Jitter), d.Overlap.String())
 		} else {
 			outcome = "changed"
 			if st.Paused != 0 {
 				next = time.Time{}
 			}
-			_, err = tx.ExecContext(ctx, tx.Rebind(updateDefinition), d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next), int64(d.Jitter), d.Name)
+			_, err = tx.ExecContext(ctx, tx.Rebind(updateDefinition), d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next), int64(d.Jitter), d.Overlap.String(), d.Name)
 			if err == nil {
 				// Remove first: a re-add never brings an item forward.
 				err = s.list.RemoveTx(ctx, tx, d.Name)
@@ -422,7 +487,7 @@ func (s *Scheduler) definition(st state) (Definition, error) {
 	if err != nil {
 		return Definition{}, fmt.Errorf("schedule %q: its stored spec %q does not read back (declare it with Sync in the process that fires it): %w", st.Name, st.Spec, err)
 	}
-	d = Definition{Name: st.Name, Spec: spec, Command: st.Command, Payload: st.Payload, MaxRuns: st.MaxRuns, Jitter: time.Duration(st.Jitter)}
+	d = Definition{Name: st.Name, Spec: spec, Command: st.Command, Payload: st.Payload, MaxRuns: st.MaxRuns, Jitter: time.Duration(st.Jitter), Overlap: parseOverlap(st.Overlap)}
 	if st.Until != 0 {
 		d.Until = sqldb.DecodeTime(st.Until)
 	}
@@ -495,8 +560,9 @@ func (p *plan) skip(at time.Time) {
 // fire is the to-do list's action: the schedule item.ID is due.
 func (s *Scheduler) fire(ctx context.Context, item todolist.Item) error {
 	now := s.clock.Now()
-	var skipped *SlotsSkipped
+	var reports []SlotsSkipped
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		reports = reports[:0]
 		st, found, err := s.load(ctx, tx, item.ID)
 		if err != nil || !found || st.Paused != 0 {
 			return err // deleted or paused: nothing to fire, the item goes
@@ -510,6 +576,27 @@ func (s *Scheduler) fire(ctx context.Context, item todolist.Item) error {
 			first = sqldb.DecodeTime(st.NextSlot)
 		}
 		p := s.planFor(d, first, now)
+		if p.skipped > 0 {
+			reports = append(reports, SlotsSkipped{Schedule: st.Name, From: p.skipFrom, To: p.skipTo, Count: p.skipped, Policy: policyName(d.CatchUp)})
+		}
+		if !p.fire.IsZero() && d.Overlap != AllowOverlap {
+			open, err := s.openRuns(ctx, tx, st.Name)
+			if err != nil {
+				return err
+			}
+			switch {
+			case open > 0 && d.Overlap == SkipOverlap:
+				reports = append(reports, SlotsSkipped{Schedule: st.Name, From: p.fire, To: p.fire, Count: 1, Policy: "overlap"})
+				p.skipped++
+				p.fire = time.Time{}
+			case open > 0 && d.Overlap == BufferOne:
+				// Keep the slot; look again soon, or when Finish says.
+				if _, err := tx.ExecContext(ctx, tx.Rebind(recordFired), 0, p.skipped, encodeSlot(p.fire), st.Name); err != nil {
+					return err
+				}
+				return s.list.AddTx(ctx, tx, st.Name, now.Add(bufferRecheck))
+			}
+		}
 		fired := int64(0)
 		if !p.fire.IsZero() && (d.MaxRuns == 0 || st.Runs < int64(d.MaxRuns)) {
 			ran, err := s.run(ctx, tx, st, p.fire, item.Attempts+1)
@@ -523,13 +610,13 @@ func (s *Scheduler) fire(ctx context.Context, item todolist.Item) error {
 		after := p.fire
 		if after.IsZero() {
 			after = now // every slot so far was skipped
+			if overlapped := lastOverlap(reports); !overlapped.IsZero() {
+				after = overlapped
+			}
 		}
 		next := d.nextAfter(after, st.Runs+fired)
 		if _, err := tx.ExecContext(ctx, tx.Rebind(recordFired), fired, p.skipped, encodeSlot(next), st.Name); err != nil {
 			return err
-		}
-		if p.skipped > 0 {
-			skipped = &SlotsSkipped{Schedule: st.Name, From: p.skipFrom, To: p.skipTo, Count: p.skipped, Policy: policyName(d.CatchUp)}
 		}
 		if next.IsZero() {
 			return nil // ended: the processor removes the item
@@ -539,11 +626,14 @@ func (s *Scheduler) fire(ctx context.Context, item todolist.Item) error {
 	if err != nil {
 		return fmt.Errorf("schedule %q: fire the slot due %s: %w", item.ID, tick.FormatTime(item.Due), err)
 	}
-	if skipped != nil && s.publisher != nil {
+	for _, r := range reports {
+		if s.publisher == nil {
+			break
+		}
 		// The count is stored with the firing; a report that fails is
-		// counted (Stats), not retried: retrying the action would delay
-		// the schedule's next slot for the sake of a notice.
-		if err := s.publisher.Publish(ctx, *skipped); err != nil {
+		// counted (ReportFailures), not retried: retrying the action would
+		// delay the schedule's next slot for the sake of a notice.
+		if err := s.publisher.Publish(ctx, r); err != nil {
 			s.reportFailures.Add(1)
 		}
 	}
@@ -589,9 +679,68 @@ func (s *Scheduler) record(ctx context.Context, tx *sqlx.Tx, st state, slot time
 		return Run{}, err
 	}
 	if err := s.callHandler(ctx, tx, r); err != nil {
-		return Run{}, err
+		if !errors.Is(err, ErrStillRunning) {
+			return Run{}, err
+		}
+		if _, err := tx.ExecContext(ctx, tx.Rebind(markRunning), r.RunID); err != nil {
+			return Run{}, err
+		}
 	}
 	return r, nil
+}
+
+// openRuns counts the schedule's runs still open.
+func (s *Scheduler) openRuns(ctx context.Context, tx *sqlx.Tx, name string) (int, error) {
+	var n int
+	err := tx.GetContext(ctx, &n, tx.Rebind(unfinished), name)
+	return n, err
+}
+
+func lastOverlap(reports []SlotsSkipped) time.Time {
+	for i := len(reports) - 1; i >= 0; i-- {
+		if reports[i].Policy == "overlap" {
+			return reports[i].To
+		}
+	}
+	return time.Time{}
+}
+
+// Finish closes a run its handler left open (ErrStillRunning). A slot
+// buffered behind it (BufferOne) becomes due at once. Finishing a
+// finished run changes nothing; an unknown run id is an error wrapping
+// ErrUnknownRun.
+func (s *Scheduler) Finish(ctx context.Context, runID string) error {
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		var run struct {
+			Schedule string `db:"schedule"`
+			Finished int    `db:"finished"`
+		}
+		if err := tx.GetContext(ctx, &run, tx.Rebind(runByID), runID); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %q", ErrUnknownRun, runID)
+		} else if err != nil || run.Finished != 0 {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, tx.Rebind(finishRun), runID); err != nil {
+			return err
+		}
+		st, found, err := s.load(ctx, tx, run.Schedule)
+		if err != nil || !found || st.Paused != 0 || st.NextSlot == 0 {
+			return err
+		}
+		now := s.clock.Now()
+		if slot := sqldb.DecodeTime(st.NextSlot); slot.After(now) {
+			return nil // nothing buffered: the next slot has not come
+		}
+		// Remove first: a re-add never brings an item forward.
+		if err := s.list.RemoveTx(ctx, tx, st.Name); err != nil {
+			return err
+		}
+		return s.list.AddTx(ctx, tx, st.Name, now)
+	})
+	if err != nil {
+		return fmt.Errorf("schedule: finish run %q: %w", runID, err)
+	}
+	return nil
 }
 
 // callHandler turns a handler's panic into an error, so a bad run is

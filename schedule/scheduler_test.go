@@ -27,15 +27,17 @@ type recorder struct {
 }
 
 func (r *recorder) handle(_ context.Context, tx *sqlx.Tx, run schedule.Run) error {
+	var err error
 	if r.fail != nil {
-		if err := r.fail(run); err != nil {
+		err = r.fail(run)
+		if err != nil && !errors.Is(err, schedule.ErrStillRunning) {
 			return err
 		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.runs = append(r.runs, run)
-	return nil
+	return err // nil, or ErrStillRunning: the run happened and goes on
 }
 
 func (r *recorder) slots(name string) []time.Time {
@@ -581,4 +583,66 @@ func TestAnUndeclaredScheduleFiresFromItsStoredText(t *testing.T) {
 		equalInstants(t, want, firing.rec.slots(d.Name), d.Name)
 	}
 	require.Empty(t, declaring.rec.runs)
+}
+
+func TestOverlapPolicies(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	hourly := mustSpec(t)(schedule.Cron("0 * * * *", nil))
+	for _, c := range []struct {
+		overlap schedule.Overlap
+		// slots fired while the first run (01:00) is open, through 03:30,
+		// and right after it is finished at 03:30
+		whileOpen, afterFinish []time.Time
+		skipped                int64
+	}{
+		{schedule.AllowOverlap, []time.Time{start.Add(time.Hour), start.Add(2 * time.Hour), start.Add(3 * time.Hour)}, nil, 0},
+		{schedule.SkipOverlap, []time.Time{start.Add(time.Hour)}, nil, 2},
+		{schedule.BufferOne, []time.Time{start.Add(time.Hour)}, []time.Time{start.Add(3 * time.Hour)}, 1},
+	} {
+		t.Run(c.overlap.String(), func(t *testing.T) {
+			t.Parallel()
+			clock := clockwork.NewFakeClockAt(start)
+			db, _ := sqldbtest.SQLite(t)
+			reports := &skipReports{}
+			var first string
+			rec := &recorder{}
+			rec.fail = func(r schedule.Run) error {
+				if first == "" {
+					first = r.RunID
+					return schedule.ErrStillRunning // handed over; goes on
+				}
+				return nil
+			}
+			n := newNode(t, db.DB, clock, rec, schedule.WithPublisher(reports))
+			_, err := n.s.Sync(ctx, schedule.Definition{Name: "job", Spec: hourly, Overlap: c.overlap})
+			require.NoError(t, err)
+			for range 3*60 + 30 {
+				clock.Advance(time.Minute)
+				n.process(t, clock)
+			}
+			equalInstants(t, c.whileOpen, n.rec.slots("job"), "while the first run is open")
+
+			require.NoError(t, n.s.Finish(ctx, first))
+			require.NoError(t, n.s.Finish(ctx, first), "finishing twice changes nothing")
+			n.process(t, clock)
+			equalInstants(t, append(c.whileOpen, c.afterFinish...), n.rec.slots("job"), "after Finish")
+
+			states, err := n.s.List(ctx)
+			require.NoError(t, err)
+			require.Equal(t, c.skipped, states[0].Skipped)
+			total := int64(0)
+			for _, r := range reports.got {
+				total += r.Count
+			}
+			require.Equal(t, c.skipped, total, "skips are reported")
+			require.True(t, states[0].Next.Equal(start.Add(4*time.Hour)), "back on the plan: %s", states[0].Next)
+		})
+	}
+	db, _ := sqldbtest.SQLite(t)
+	n := newNode(t, db.DB, clockwork.NewFakeClock(), &recorder{})
+	require.ErrorIs(t, n.s.Finish(ctx, "no-such-run"), schedule.ErrUnknownRun)
+	_, err := n.s.Sync(ctx, schedule.Definition{Name: "x", Spec: hourly, Overlap: 7})
+	require.ErrorContains(t, err, "Overlap 7 is not AllowOverlap, SkipOverlap or BufferOne")
 }

@@ -23,7 +23,8 @@ var migrations = []sqldb.Migration{{
 	runs      INTEGER NOT NULL DEFAULT 0,
 	skipped   INTEGER NOT NULL DEFAULT 0,
 	next_slot INTEGER NOT NULL DEFAULT 0,
-	jitter    INTEGER NOT NULL DEFAULT 0
+	jitter    INTEGER NOT NULL DEFAULT 0,
+	overlap   TEXT    NOT NULL DEFAULT 'allow'
 ) WITHOUT ROWID;
 CREATE TABLE schedule_runs (
 	slot_id  TEXT    NOT NULL PRIMARY KEY,
@@ -32,9 +33,11 @@ CREATE TABLE schedule_runs (
 	slot     INTEGER NOT NULL,
 	fired_at INTEGER NOT NULL,
 	attempt  INTEGER NOT NULL,
-	manual   INTEGER NOT NULL DEFAULT 0
+	manual   INTEGER NOT NULL DEFAULT 0,
+	finished INTEGER NOT NULL DEFAULT 1
 );
-CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule, slot);`,
+CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule, slot);
+CREATE INDEX schedule_runs_unfinished ON schedule_runs (schedule) WHERE finished = 0;`,
 	Postgres: `CREATE TABLE schedule_schedules (
 	name      TEXT    NOT NULL PRIMARY KEY,
 	spec      TEXT    NOT NULL,
@@ -48,7 +51,8 @@ CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule, slot);`,
 	runs      BIGINT  NOT NULL DEFAULT 0,
 	skipped   BIGINT  NOT NULL DEFAULT 0,
 	next_slot BIGINT  NOT NULL DEFAULT 0,
-	jitter    BIGINT  NOT NULL DEFAULT 0
+	jitter    BIGINT  NOT NULL DEFAULT 0,
+	overlap   TEXT    NOT NULL DEFAULT 'allow'
 );
 CREATE TABLE schedule_runs (
 	slot_id  TEXT    NOT NULL PRIMARY KEY,
@@ -57,27 +61,33 @@ CREATE TABLE schedule_runs (
 	slot     BIGINT  NOT NULL,
 	fired_at BIGINT  NOT NULL,
 	attempt  INTEGER NOT NULL,
-	manual   INTEGER NOT NULL DEFAULT 0
+	manual   INTEGER NOT NULL DEFAULT 0,
+	finished INTEGER NOT NULL DEFAULT 1
 );
-CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule, slot);`,
+CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule, slot);
+CREATE INDEX schedule_runs_unfinished ON schedule_runs (schedule) WHERE finished = 0;`,
 }}
 
 // listName is the to-do list holding every schedule's next slot.
 const listName = "passage-schedules"
 
 const (
-	selectSchedule = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot, jitter
+	selectSchedule = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot, jitter, overlap
 FROM schedule_schedules WHERE name = ?`
-	selectSchedules = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot, jitter
+	selectSchedules = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot, jitter, overlap
 FROM schedule_schedules ORDER BY name`
-	insertSchedule = `INSERT INTO schedule_schedules (name, spec, hash, command, payload, catch_up, max_runs, until, next_slot, jitter)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertSchedule = `INSERT INTO schedule_schedules (name, spec, hash, command, payload, catch_up, max_runs, until, next_slot, jitter, overlap)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	updateDefinition = `UPDATE schedule_schedules
-SET spec = ?, hash = ?, command = ?, payload = ?, catch_up = ?, max_runs = ?, until = ?, next_slot = ?, jitter = ?
+SET spec = ?, hash = ?, command = ?, payload = ?, catch_up = ?, max_runs = ?, until = ?, next_slot = ?, jitter = ?, overlap = ?
 WHERE name = ?`
 	insertRun = `INSERT INTO schedule_runs (slot_id, run_id, schedule, slot, fired_at, attempt, manual)
 VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (slot_id) DO NOTHING`
 	recordFired = `UPDATE schedule_schedules SET runs = runs + ?, skipped = skipped + ?, next_slot = ? WHERE name = ?`
 	setPaused   = `UPDATE schedule_schedules SET paused = ?, next_slot = ? WHERE name = ?`
 	deleteSched = `DELETE FROM schedule_schedules WHERE name = ?`
+	unfinished  = `SELECT COUNT(*) FROM schedule_runs WHERE schedule = ? AND finished = 0`
+	markRunning = `UPDATE schedule_runs SET finished = 0 WHERE run_id = ?`
+	finishRun   = `UPDATE schedule_runs SET finished = 1 WHERE run_id = ? AND finished = 0`
+	runByID     = `SELECT schedule, finished FROM schedule_runs WHERE run_id = ?`
 )
