@@ -1,6 +1,6 @@
 module github.com/passage-of-time/passage
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/go-co-op/gocron/v2 v2.21.2
@@ -13,6 +13,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	github.com/teambition/rrule-go v1.8.2
 	go.uber.org/goleak v1.3.0
+	golang.org/x/tools v0.52.0
 )
 
 require (
@@ -20,6 +21,7 @@ require (
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )

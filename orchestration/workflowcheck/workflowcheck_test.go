@@ -1,0 +1,33 @@
+package workflowcheck_test
+
+import (
+	"testing"
+
+	"golang.org/x/tools/go/analysis/analysistest"
+
+	"github.com/passage-of-time/passage/orchestration/workflowcheck"
+)
+
+// TestAnalyzer runs the analyzer over the samples in testdata/src/a: each
+// rule broken in a workflow declaration, a workflow literal, a closure and a
+// workflow method; nothing in Step and Compensate bodies, plain functions or
+// methods that share a name; time imported as t.
+func TestAnalyzer(t *testing.T) {
+	t.Parallel()
+	analysistest.Run(t, analysistest.TestData(), workflowcheck.Analyzer, "a")
+}
+
+// TestDotImportAndAlias covers time imported with a dot and a workflow whose
+// Context is named through a type alias.
+func TestDotImportAndAlias(t *testing.T) {
+	t.Parallel()
+	analysistest.Run(t, analysistest.TestData(), workflowcheck.Analyzer, "dot")
+}
+
+// TestOrchestrationPackageSkipped checks that the engine's own functions,
+// which take a Context first, are not taken for workflows.
+func TestOrchestrationPackageSkipped(t *testing.T) {
+	t.Parallel()
+	analysistest.Run(t, analysistest.TestData(), workflowcheck.Analyzer,
+		"github.com/passage-of-time/passage/orchestration")
+}
