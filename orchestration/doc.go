@@ -1,0 +1,44 @@
+// Package orchestration runs durable workflows: Go functions that charge
+// a card, wait for shipping or three days, and refund if nothing came —
+// across crashes, deploys and days of sleep — as a library on what passage
+// already has. The history of an instance is one event stream; every
+// durable delay is one to-do item woken by the passage of time.
+//
+// # The model
+//
+// A workflow is a function func(Context, I) (O, error), registered by name
+// (Register) and started with a caller-chosen id (Start; starting an id
+// twice is a no-op). An Engine's processor (Engine.Processor), driven by
+// the passage of time like any to-do list's, replays each due instance:
+//
+//   - recorded answers come back at once: Context.Now and Context.NewID
+//     return what was recorded, a Step returns its recorded result without
+//     running again;
+//   - the first call not recorded yet runs and is recorded: a Step runs its
+//     side effect (at least once; StepInfo.Key is its idempotency key), with
+//     retries by its RetryPolicy whose waits are durable delays, and
+//     NonRetryable errors failing it at once;
+//   - the first delay not over yet (Sleep, SleepUntil, Await's timeout, a
+//     retry's wait) suspends the instance: the function gets ErrSuspended
+//     (preallocated) and returns it, and the instance's to-do item moves to
+//     the wake-up, in the transaction that appends what was recorded. A
+//     delay that is already over continues at once, with no store round
+//     trip. A lost wake-up costs nothing: the item stays due.
+//
+// Appends carry the stream's expected version, and the to-do list's claims
+// keep an instance on one processor at a time, while any number of
+// instances share the processors. Signals (Engine.Signal) append to the
+// stream and make the instance due now; Await returns the oldest signal
+// of a name not taken yet, or times out. Compensations registered with
+// Compensate run in reverse when the function fails or is cancelled
+// (Engine.Cancel): a saga.
+//
+// # Replay safety
+//
+// A replay that asks for something else than the history holds (a step
+// renamed, a sleep added before a recorded step) leaves the instance Stuck
+// with an error naming both; Engine.Replay checks recorded histories
+// against new code before a deploy. The workflowcheck analyzer
+// (orchestration/workflowcheck) flags time.Now, time.Sleep, math/rand, go
+// statements and map ranges in workflow functions.
+package orchestration

@@ -1,0 +1,377 @@
+package orchestration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/passage-of-time/passage/eventstore"
+	"github.com/passage-of-time/passage/todolist"
+)
+
+// listName is the to-do list holding each suspended instance's wake-up.
+const listName = "passage-workflows"
+
+// Engine runs durable workflows: it starts instances, keeps each one's
+// history as an event stream, and wakes suspended instances through a
+// to-do list whose processor (Engine.Processor) replays them when due.
+type Engine struct {
+	db    *sqlx.DB
+	store *eventstore.Store
+	list  *todolist.List
+	clock clockwork.Clock
+
+	mu        sync.RWMutex
+	workflows map[string]func(x *execution, input json.RawMessage) (json.RawMessage, error)
+
+	// fault, when set (tests), is asked before each append of an
+	// execution, with the events about to be appended; an error stands
+	// for a crash at that point.
+	fault func(events []any) error
+}
+
+// Option configures an Engine.
+type Option func(*Engine) error
+
+// WithClock sets the engine's clock (the default is the real one).
+func WithClock(c clockwork.Clock) Option {
+	return func(e *Engine) error {
+		if c == nil {
+			return fmt.Errorf("%w: WithClock: nil clock", ErrInvalidArgument)
+		}
+		e.clock = c
+		return nil
+	}
+}
+
+// New returns an engine on db, creating the event store's and the to-do
+// list's tables on first use.
+func New(ctx context.Context, db *sqlx.DB, opts ...Option) (*Engine, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: nil db", ErrInvalidArgument)
+	}
+	e := &Engine{db: db, clock: clockwork.NewRealClock(), workflows: map[string]func(*execution, json.RawMessage) (json.RawMessage, error){}}
+	for _, o := range opts {
+		if err := o(e); err != nil {
+			return nil, err
+		}
+	}
+	reg, err := registry()
+	if err != nil {
+		return nil, fmt.Errorf("orchestration: %w", err)
+	}
+	if e.store, err = eventstore.Open(ctx, db, reg, eventstore.WithClock(e.clock)); err != nil {
+		return nil, fmt.Errorf("orchestration: %w", err)
+	}
+	if e.list, err = todolist.Open(ctx, db, listName, todolist.WithListClock(e.clock)); err != nil {
+		return nil, fmt.Errorf("orchestration: %w", err)
+	}
+	return e, nil
+}
+
+// Register makes fn the workflow called name. Its input and output are
+// JSON on the way to and from the history.
+func Register[I, O any](e *Engine, name string, fn func(Context, I) (O, error)) error {
+	if name == "" || fn == nil {
+		return fmt.Errorf("%w: Register needs a name and a function", ErrInvalidArgument)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, dup := e.workflows[name]; dup {
+		return fmt.Errorf("%w: workflow %q is registered twice", ErrInvalidArgument, name)
+	}
+	e.workflows[name] = func(x *execution, input json.RawMessage) (json.RawMessage, error) {
+		var in I
+		if err := json.Unmarshal(input, &in); err != nil {
+			return nil, fmt.Errorf("orchestration: workflow %q: input does not fit %T: %w", name, in, err)
+		}
+		out, err := fn(x, in)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(out)
+	}
+	return nil
+}
+
+func streamOf(instance string) string { return "workflow/" + instance }
+
+func checkID(instance string) error {
+	if instance == "" || len(instance) > 200 {
+		return fmt.Errorf("%w: instance id %q must be 1 to 200 bytes", ErrInvalidArgument, instance)
+	}
+	return nil
+}
+
+// Start starts an instance of workflow with a caller-chosen id. Starting
+// an id that exists already is a no-op: it returns that instance's status
+// (whatever its workflow and input). The instance runs when the
+// processor next ticks.
+func Start[I any](ctx context.Context, e *Engine, workflow, instance string, input I) (Status, error) {
+	if err := checkID(instance); err != nil {
+		return Status{}, err
+	}
+	e.mu.RLock()
+	_, known := e.workflows[workflow]
+	e.mu.RUnlock()
+	if !known {
+		return Status{}, fmt.Errorf("%w: %q", ErrUnknownWorkflow, workflow)
+	}
+	in, err := json.Marshal(input)
+	if err != nil {
+		return Status{}, fmt.Errorf("%w: input of %s: %v", ErrInvalidArgument, instance, err)
+	}
+	now := e.clock.Now()
+	err = e.inTx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := e.store.AppendTx(ctx, tx, streamOf(instance), eventstore.NoStream, WorkflowStarted{Workflow: workflow, Input: in, At: now}); err != nil {
+			return err
+		}
+		return e.list.AddTx(ctx, tx, instance, now)
+	})
+	if err != nil && !errors.Is(err, eventstore.ErrWrongExpectedVersion) {
+		return Status{}, fmt.Errorf("orchestration: start %s: %w", instance, err)
+	}
+	return e.Status(ctx, instance)
+}
+
+func (e *Engine) inTx(ctx context.Context, f func(*sqlx.Tx) error) error {
+	tx, err := e.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	return tx.Commit()
+}
+
+// Signal sends a signal to an instance: it is appended to its history and
+// the instance is made due now, so an Await for it returns.
+func (e *Engine) Signal(ctx context.Context, instance, name string, payload any) error {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("%w: signal %q payload: %v", ErrInvalidArgument, name, err)
+	}
+	return e.inbox(ctx, "signal", instance, SignalReceived{Name: name, Payload: b})
+}
+
+// Cancel asks an instance to stop: its next call to Sleep, Await or a new
+// Step returns ErrCancelled, its compensations run, and it ends Cancelled.
+func (e *Engine) Cancel(ctx context.Context, instance string) error {
+	return e.inbox(ctx, "cancel", instance, CancelRequested{})
+}
+
+func (e *Engine) inbox(ctx context.Context, verb, instance string, event any) error {
+	if err := checkID(instance); err != nil {
+		return err
+	}
+	err := e.inTx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := e.store.AppendTx(ctx, tx, streamOf(instance), eventstore.StreamExists, event); err != nil {
+			return err
+		}
+		// Remove first: a re-add never brings an item forward.
+		if err := e.list.RemoveTx(ctx, tx, instance); err != nil {
+			return err
+		}
+		return e.list.AddTx(ctx, tx, instance, e.clock.Now())
+	})
+	if errors.Is(err, eventstore.ErrWrongExpectedVersion) {
+		return fmt.Errorf("orchestration: %s %s: %w", verb, instance, ErrUnknownInstance)
+	}
+	if err != nil {
+		return fmt.Errorf("orchestration: %s %s: %w", verb, instance, err)
+	}
+	return nil
+}
+
+// Processor returns a processor of the engine's to-do list: each due item
+// is an instance to replay. Subscribe its handler to the passage of time;
+// several processors (in several processes) share the instances, one
+// instance never on two at once.
+func (e *Engine) Processor(opts ...todolist.ProcessorOption) (*todolist.Processor, error) {
+	return todolist.NewProcessor(e.list, e.wake, append([]todolist.ProcessorOption{todolist.WithClock(e.clock)}, opts...)...)
+}
+
+// wake replays a due instance: it runs on, then suspends (its wake-up
+// moved), finishes (its item removed) or gets stuck.
+func (e *Engine) wake(ctx context.Context, item todolist.Item) error {
+	x, fn, err := e.load(ctx, item.ID)
+	if err != nil || x == nil {
+		return err
+	}
+	out, runErr := callWorkflow(fn, x, x.input)
+	return e.settle(ctx, x, out, runErr)
+}
+
+// loaded is an execution with its function's input.
+type loaded struct {
+	*execution
+	input json.RawMessage
+}
+
+// load reads an instance's history into an execution; nil when there is
+// nothing to run (unknown or finished).
+func (e *Engine) load(ctx context.Context, instance string) (*loaded, func(*execution, json.RawMessage) (json.RawMessage, error), error) {
+	history, err := e.store.Load(ctx, streamOf(instance), 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("orchestration: load %s: %w", instance, err)
+	}
+	st := fold(instance, history)
+	if st.State != Running {
+		return nil, nil, nil
+	}
+	e.mu.RLock()
+	fn, ok := e.workflows[st.Workflow]
+	e.mu.RUnlock()
+	if !ok {
+		return nil, nil, fmt.Errorf("orchestration: wake %s: %w: %q is not registered in this process", instance, ErrUnknownWorkflow, st.Workflow)
+	}
+	x := &execution{engine: e, ctx: ctx, instance: instance, stream: streamOf(instance), history: history, consumed: map[int64]bool{}}
+	for _, r := range history {
+		switch ev := r.Event.(type) {
+		case CancelRequested:
+			x.cancel = true
+		case SignalConsumed:
+			x.consumed[ev.Version] = true
+		}
+		if isDecision(r.Event) {
+			x.decisions = append(x.decisions, r.Event)
+		}
+		x.version = r.Version
+	}
+	return &loaded{x, history[0].Event.(WorkflowStarted).Input}, fn, nil
+}
+
+// callWorkflow runs the function, turning a panic into an error.
+func callWorkflow(fn func(*execution, json.RawMessage) (json.RawMessage, error), x *loaded, input json.RawMessage) (out json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("orchestration: workflow panicked: %v", p)
+		}
+	}()
+	return fn(x.execution, input)
+}
+
+// settle records how the execution ended.
+func (e *Engine) settle(ctx context.Context, x *loaded, out json.RawMessage, runErr error) error {
+	switch {
+	case x.abort != nil:
+		return x.abort
+	case x.stuck != nil:
+		x.pending = append(x.pending[:0], WorkflowStuck{Error: x.stuck.Error()})
+		x.flush()
+		return x.abort
+	case x.suspended:
+		return e.suspend(ctx, x.execution)
+	case runErr == nil:
+		x.record(WorkflowCompleted{Output: out})
+	default:
+		// Failed or cancelled: undo what was done, newest first.
+		for i := len(x.compensations) - 1; i >= 0; i-- {
+			c := x.compensations[i]
+			if done, ok := x.peek().(CompensationCompleted); ok && done.Name == c.name {
+				x.next++
+				continue
+			}
+			x.flush()
+			if x.abort != nil {
+				return x.abort
+			}
+			if err := runCompensation(ctx, c); err != nil {
+				return fmt.Errorf("orchestration: %s: compensation %q: %w", x.instance, c.name, err) // retried at the item's backoff
+			}
+			x.record(CompensationCompleted{Name: c.name})
+		}
+		if errors.Is(runErr, ErrCancelled) {
+			x.record(WorkflowCancelled{})
+		} else {
+			x.record(WorkflowFailed{Error: runErr.Error()})
+		}
+	}
+	x.flush()
+	return x.abort // nil: the processor removes the item
+}
+
+func runCompensation(ctx context.Context, c compensation) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panicked: %v", p)
+		}
+	}()
+	return c.fn(ctx)
+}
+
+// suspend appends what the execution recorded and moves the instance's
+// item to its wake-up, in one transaction.
+func (e *Engine) suspend(ctx context.Context, x *execution) error {
+	if e.fault != nil {
+		if err := e.fault(x.pending); err != nil {
+			return err
+		}
+	}
+	err := e.inTx(ctx, func(tx *sqlx.Tx) error {
+		if len(x.pending) > 0 {
+			if _, err := e.store.AppendTx(ctx, tx, x.stream, eventstore.Exact(x.version), x.pending...); err != nil {
+				return err
+			}
+		}
+		return e.list.AddTx(ctx, tx, x.instance, x.wakeAt)
+	})
+	if err != nil {
+		return fmt.Errorf("orchestration: suspend %s until %s: %w", x.instance, x.wakeAt.Format(time.RFC3339Nano), err)
+	}
+	return nil
+}
+
+// Replay replays an instance's recorded history against the function
+// registered now, running no step and recording nothing, and returns an
+// error wrapping ErrNondeterministic when they disagree: run it on the
+// histories of live instances before deploying changed workflow code.
+func (e *Engine) Replay(ctx context.Context, instance string) error {
+	history, err := e.store.Load(ctx, streamOf(instance), 0)
+	if err != nil {
+		return fmt.Errorf("orchestration: replay %s: %w", instance, err)
+	}
+	if len(history) == 0 {
+		return fmt.Errorf("orchestration: replay %s: %w", instance, ErrUnknownInstance)
+	}
+	st := fold(instance, history)
+	e.mu.RLock()
+	fn, ok := e.workflows[st.Workflow]
+	e.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("orchestration: replay %s: %w: %q", instance, ErrUnknownWorkflow, st.Workflow)
+	}
+	x := &execution{engine: e, ctx: ctx, instance: instance, stream: streamOf(instance), history: history, consumed: map[int64]bool{}, replayOnly: true}
+	for _, r := range history {
+		if isDecision(r.Event) {
+			x.decisions = append(x.decisions, r.Event)
+		}
+	}
+	_, _ = callWorkflow(fn, &loaded{x, nil}, history[0].Event.(WorkflowStarted).Input)
+	if x.stuck != nil {
+		return fmt.Errorf("orchestration: replay %s: %w", instance, x.stuck)
+	}
+	if st.State != Running && x.next < len(x.decisions) && x.compensations == nil {
+		return fmt.Errorf("orchestration: replay %s: %w: the code ended before %s", instance, ErrNondeterministic, describe(x.peek()))
+	}
+	return nil
+}
+
+// State is where an instance is.
+type State string
+
+// The states of an instance.
+const (
+	Running   State = "running"
+	Completed State = "completed"
+	Failed    State = "failed"
+	Cancelled State = "cancelled"
+	Stuck     State = "stuck"
+)

@@ -1,0 +1,87 @@
+package orchestration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/passage-of-time/passage/eventstore"
+)
+
+// Status is what an instance's history says about it.
+type Status struct {
+	Instance, Workflow string
+	State              State
+	// Error is the failure, the replay mismatch of a stuck instance, or "".
+	Error string
+	// StartedAt is when the instance was started; Events how many events
+	// its history holds.
+	StartedAt time.Time
+	Events    int64
+	// WaitingUntil is the wake-up of a suspended instance (its latest
+	// timer, retry or await), zero otherwise.
+	WaitingUntil time.Time
+	output       json.RawMessage
+}
+
+// Status returns an instance's status, or an error wrapping
+// ErrUnknownInstance.
+func (e *Engine) Status(ctx context.Context, instance string) (Status, error) {
+	history, err := e.store.Load(ctx, streamOf(instance), 0)
+	if err != nil {
+		return Status{}, fmt.Errorf("orchestration: status of %s: %w", instance, err)
+	}
+	if len(history) == 0 {
+		return Status{}, fmt.Errorf("orchestration: status of %s: %w", instance, ErrUnknownInstance)
+	}
+	return fold(instance, history), nil
+}
+
+func fold(instance string, history []eventstore.Recorded) Status {
+	st := Status{Instance: instance, State: Running, Events: int64(len(history))}
+	for _, r := range history {
+		switch e := r.Event.(type) {
+		case WorkflowStarted:
+			st.Workflow, st.StartedAt = e.Workflow, e.At
+		case TimerScheduled:
+			st.WaitingUntil = e.Until
+		case AwaitStarted:
+			st.WaitingUntil = e.Until
+		case StepAttemptFailed:
+			st.WaitingUntil = e.RetryAt
+		case TimerFired, SignalConsumed, AwaitTimedOut, StepCompleted:
+			st.WaitingUntil = time.Time{}
+		case WorkflowCompleted:
+			st.State, st.output, st.WaitingUntil = Completed, e.Output, time.Time{}
+		case WorkflowFailed:
+			st.State, st.Error, st.WaitingUntil = Failed, e.Error, time.Time{}
+		case WorkflowCancelled:
+			st.State, st.WaitingUntil = Cancelled, time.Time{}
+		case WorkflowStuck:
+			st.State, st.Error, st.WaitingUntil = Stuck, e.Error, time.Time{}
+		}
+	}
+	return st
+}
+
+// Result returns a completed instance's output; for a failed, cancelled or
+// stuck one its status and an error saying so; for a running one
+// ErrNotFinished.
+func Result[O any](ctx context.Context, e *Engine, instance string) (O, Status, error) {
+	var out O
+	st, err := e.Status(ctx, instance)
+	if err != nil {
+		return out, st, err
+	}
+	switch st.State {
+	case Completed:
+		if err := json.Unmarshal(st.output, &out); err != nil {
+			return out, st, fmt.Errorf("orchestration: result of %s does not fit %T: %w", instance, out, err)
+		}
+		return out, st, nil
+	case Running:
+		return out, st, fmt.Errorf("orchestration: result of %s: %w", instance, ErrNotFinished)
+	}
+	return out, st, fmt.Errorf("orchestration: %s is %s: %s", instance, st.State, st.Error)
+}
