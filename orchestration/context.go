@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"time"
 
 	"github.com/passage-of-time/passage/eventstore"
@@ -58,6 +59,14 @@ type execution struct {
 	stuck      error // the replay disagreed with the history
 	abort      error // storage failed or a concurrent append won: stop, retry later
 	replayOnly bool  // Replay: run nothing, record nothing
+
+	// The step being replayed: its first decision, the attempts failed so
+	// far and when the next may run.
+	stepAt   int
+	attempts int
+	retryAt  time.Time
+
+	scratch map[reflect.Type]any // see scratch
 }
 
 type compensation struct {
@@ -279,69 +288,97 @@ func (e *StepError) Error() string {
 // *StepError is recorded and returned. fn gets the StepInfo with the
 // idempotency key its receiver can deduplicate by. The result must
 // marshal to JSON.
+//
+// Replaying a recorded step costs one allocation (encoding/json's); the
+// key and the call are only built when the step runs.
 func Step[T any](ctx Context, name string, fn func(context.Context, StepInfo) (T, error), opts ...StepOption) (T, error) {
 	var zero T
 	x := ctx.execution()
-	raw, err := x.step(name, func(c context.Context, info StepInfo) (json.RawMessage, error) {
-		v, err := fn(c, info)
-		if err != nil {
-			return nil, err
-		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, NonRetryable(fmt.Errorf("orchestration: step %q: its result does not marshal to JSON: %w", name, err))
-		}
-		return b, nil
-	}, opts)
+	if x.stopped() {
+		return zero, ErrSuspended
+	}
+	raw, replayed, err := x.replayStep(name)
+	if !replayed && err == nil {
+		raw, err = x.runStep(name, func(c context.Context, info StepInfo) (json.RawMessage, error) {
+			v, err := fn(c, info)
+			if err != nil {
+				return nil, err
+			}
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, NonRetryable(fmt.Errorf("orchestration: step %q: its result does not marshal to JSON: %w", name, err))
+			}
+			return b, nil
+		}, opts)
+	}
 	if err != nil {
 		return zero, err
 	}
-	var v T
-	if err := json.Unmarshal(raw, &v); err != nil {
+	p := scratch[T](x)
+	*p = zero // Unmarshal merges into what is there
+	if err := json.Unmarshal(raw, p); err != nil {
 		x.stuck = fmt.Errorf("%w: step %q's recorded result does not fit %T: %v", ErrNondeterministic, name, zero, err)
 		return zero, ErrSuspended
 	}
-	return v, nil
+	return *p, nil
 }
 
-func (x *execution) step(name string, fn func(context.Context, StepInfo) (json.RawMessage, error), opts []StepOption) (json.RawMessage, error) {
-	if x.stopped() {
-		return nil, ErrSuspended
+// scratch returns the execution's reusable value of type T, so decoding a
+// recorded result does not allocate one each time.
+func scratch[T any](x *execution) *T {
+	key := reflect.TypeFor[T]()
+	if p, ok := x.scratch[key].(*T); ok {
+		return p
 	}
-	key := fmt.Sprintf("%s/%d/%s", x.instance, x.next, name)
-	attempts := 0
-	var retryAt time.Time
+	p := new(T)
+	if x.scratch == nil {
+		x.scratch = map[reflect.Type]any{}
+	}
+	x.scratch[key] = p
+	return p
+}
+
+// replayStep returns the step's recorded outcome: its result or its
+// failure (replayed true), or, when the history holds none yet, the
+// attempts already failed and when the next may run (in x.attempts and
+// x.retryAt).
+func (x *execution) replayStep(name string) (json.RawMessage, bool, error) {
+	x.attempts, x.retryAt, x.stepAt = 0, time.Time{}, x.next
 	for {
 		switch e := x.peek().(type) {
 		case StepAttemptFailed:
 			if e.Name != name {
 				x.mismatch(fmt.Sprintf("Step %q", name))
-				return nil, ErrSuspended
+				return nil, false, ErrSuspended
 			}
 			x.next++
-			attempts, retryAt = e.Attempt, e.RetryAt
+			x.attempts, x.retryAt = e.Attempt, e.RetryAt
 			continue
 		case StepCompleted:
 			if e.Name != name {
 				x.mismatch(fmt.Sprintf("Step %q", name))
-				return nil, ErrSuspended
+				return nil, false, ErrSuspended
 			}
 			x.next++
-			return e.Result, nil
+			return e.Result, true, nil
 		case StepFailed:
 			if e.Name != name {
 				x.mismatch(fmt.Sprintf("Step %q", name))
-				return nil, ErrSuspended
+				return nil, false, ErrSuspended
 			}
 			x.next++
-			return nil, &StepError{Step: e.Name, Message: e.Error, Attempts: e.Attempts}
+			return nil, true, &StepError{Step: e.Name, Message: e.Error, Attempts: e.Attempts}
 		case nil:
+			return nil, false, nil
 		default:
 			x.mismatch(fmt.Sprintf("Step %q", name))
-			return nil, ErrSuspended
+			return nil, false, ErrSuspended
 		}
-		break
 	}
+}
+
+// runStep runs a step the history does not hold, after replayStep.
+func (x *execution) runStep(name string, fn func(context.Context, StepInfo) (json.RawMessage, error), opts []StepOption) (json.RawMessage, error) {
 	if x.cancel {
 		return nil, ErrCancelled
 	}
@@ -349,20 +386,21 @@ func (x *execution) step(name string, fn func(context.Context, StepInfo) (json.R
 		x.suspend(time.Time{}) // a replay check runs no step
 		return nil, ErrSuspended
 	}
-	if attempts > 0 && x.now().Before(retryAt) {
-		x.suspend(retryAt)
+	if x.attempts > 0 && x.now().Before(x.retryAt) {
+		x.suspend(x.retryAt)
 		return nil, ErrSuspended
 	}
 	policy := DefaultRetry
 	for _, o := range opts {
 		o(&policy)
 	}
-	attempts++
+	attempts := x.attempts + 1
 	x.flush() // what came before the side effect is recorded first
 	if x.abort != nil {
 		return nil, ErrSuspended
 	}
-	result, err := runStep(x.ctx, fn, StepInfo{Instance: x.instance, Name: name, Attempt: attempts, Key: key})
+	key := fmt.Sprintf("%s/%d/%s", x.instance, x.stepAt, name)
+	result, err := callStep(x.ctx, fn, StepInfo{Instance: x.instance, Name: name, Attempt: attempts, Key: key})
 	switch {
 	case err == nil:
 		x.record(StepCompleted{Name: name, Result: result, Attempts: attempts})
@@ -385,8 +423,8 @@ func (x *execution) step(name string, fn func(context.Context, StepInfo) (json.R
 	return nil, ErrSuspended
 }
 
-// runStep turns a panic in a step into an error, retried like any other.
-func runStep(ctx context.Context, fn func(context.Context, StepInfo) (json.RawMessage, error), info StepInfo) (res json.RawMessage, err error) {
+// callStep turns a panic in a step into an error, retried like any other.
+func callStep(ctx context.Context, fn func(context.Context, StepInfo) (json.RawMessage, error), info StepInfo) (res json.RawMessage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("orchestration: step %q panicked: %v", info.Name, p)

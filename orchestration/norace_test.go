@@ -1,0 +1,5 @@
+//go:build !race
+
+package orchestration
+
+const raceEnabled = false
