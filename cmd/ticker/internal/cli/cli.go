@@ -97,6 +97,7 @@ func commands() []command {
 		{"status", "show each unit's cursor and lease, and every to-do list's backlog", statusCommand, graceOther},
 		{"preview", "list the next boundaries of a unit in a time zone", previewCommand, graceOther},
 		{"schedule", "schedules that send commands: preview, add, list, pause, resume, trigger, delete", scheduleCommand, graceOther},
+		{"workflow", "durable workflow instances: list, show (a timeline), signal, cancel", workflowCommand, graceOther},
 		{"demo", "run the ordering example end to end on an accelerated clock", demoCommand, graceOther},
 		{"version", "print the version", versionCommand, graceOther},
 	}

@@ -1,0 +1,505 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
+	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/orchestration"
+	"github.com/passage-of-time/passage/tick"
+)
+
+// workflowCommands are the subcommands of "ticker workflow".
+func workflowCommands() []command {
+	return []command{
+		{"list", "list the workflow instances: workflow, state, started, waiting until, error", workflowListCommand, graceOther},
+		{"show", "print an instance's history as a timeline, then its state", workflowShowCommand, graceOther},
+	}
+}
+
+func workflowCommand(ctx context.Context, env Env, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(env.Stdout, "Usage: ticker workflow <subcommand> [flags]   (ticker workflow <subcommand> -h for its flags)")
+		fmt.Fprintln(env.Stdout)
+		for _, c := range workflowCommands() {
+			fmt.Fprintf(env.Stdout, "  %-8s %s\n", c.name, c.summary)
+		}
+		if len(args) == 0 {
+			return usagef("a subcommand is needed")
+		}
+		return nil
+	}
+	for _, c := range workflowCommands() {
+		if c.name == args[0] {
+			if err := c.run(ctx, env, args[1:]); err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			return nil
+		}
+	}
+	return usagef("unknown subcommand %q (run \"ticker workflow -h\")", args[0])
+}
+
+// The orchestration package keeps an instance's history in the event
+// store stream "workflow/<id>" and has no read-only way in: New migrates
+// the event store's and the to-do list's tables. So, as readonly.go does
+// for tick and todolist, the histories are read here with SQL, and their
+// events decoded by the names orchestration registers them under
+// (orchestration/history.go).
+
+// eventsTable is the event store's table.
+const eventsTable = "eventstore_events"
+
+// workflowStreamPrefix starts the name of every instance's stream.
+const workflowStreamPrefix = "workflow/"
+
+// errNoWorkflows is returned for a database that holds no instance.
+var errNoWorkflows = errors.New("no workflows: the database has no event store tables (is it the database the orchestration engine uses?)")
+
+// errNoInstances is returned for an event store without workflow streams.
+var errNoInstances = errors.New("no workflows: the event store holds no workflow/ streams")
+
+func decodeAs[E any](data []byte) (any, error) {
+	var e E
+	err := json.Unmarshal(data, &e)
+	return e, err
+}
+
+// workflowEvents are orchestration's event types by their stored names.
+var workflowEvents = map[string]func([]byte) (any, error){
+	"orchestration.Started":               decodeAs[orchestration.WorkflowStarted],
+	"orchestration.NowRecorded":           decodeAs[orchestration.NowRecorded],
+	"orchestration.IDRecorded":            decodeAs[orchestration.IDRecorded],
+	"orchestration.StepCompleted":         decodeAs[orchestration.StepCompleted],
+	"orchestration.StepAttemptFailed":     decodeAs[orchestration.StepAttemptFailed],
+	"orchestration.StepFailed":            decodeAs[orchestration.StepFailed],
+	"orchestration.TimerScheduled":        decodeAs[orchestration.TimerScheduled],
+	"orchestration.TimerFired":            decodeAs[orchestration.TimerFired],
+	"orchestration.AwaitStarted":          decodeAs[orchestration.AwaitStarted],
+	"orchestration.SignalConsumed":        decodeAs[orchestration.SignalConsumed],
+	"orchestration.AwaitTimedOut":         decodeAs[orchestration.AwaitTimedOut],
+	"orchestration.CompensationCompleted": decodeAs[orchestration.CompensationCompleted],
+	"orchestration.Completed":             decodeAs[orchestration.WorkflowCompleted],
+	"orchestration.Failed":                decodeAs[orchestration.WorkflowFailed],
+	"orchestration.Cancelled":             decodeAs[orchestration.WorkflowCancelled],
+	"orchestration.Stuck":                 decodeAs[orchestration.WorkflowStuck],
+	"orchestration.SignalReceived":        decodeAs[orchestration.SignalReceived],
+	"orchestration.CancelRequested":       decodeAs[orchestration.CancelRequested],
+}
+
+// historyEvent is one event of an instance's stream.
+type historyEvent struct {
+	Version    int64
+	Type       string
+	Data       json.RawMessage
+	RecordedAt time.Time
+	// Event is the decoded orchestration event, or nil for a type this
+	// binary does not know (written by a newer orchestration).
+	Event any
+}
+
+func decodeHistoryEvent(typ string, data []byte, at int64, version int64) historyEvent {
+	h := historyEvent{Version: version, Type: typ, Data: append(json.RawMessage(nil), data...), RecordedAt: sqldb.DecodeTime(at)}
+	if decode, ok := workflowEvents[typ]; ok {
+		if e, err := decode(data); err == nil {
+			h.Event = e
+		}
+	}
+	return h
+}
+
+// instanceStatus folds a history into the instance's status, as
+// orchestration's Engine.Status does.
+type instanceStatus struct{ orchestration.Status }
+
+func (s *instanceStatus) apply(h historyEvent) {
+	s.Events++
+	switch e := h.Event.(type) {
+	case orchestration.WorkflowStarted:
+		s.Workflow, s.StartedAt = e.Workflow, e.At
+	case orchestration.TimerScheduled:
+		s.WaitingUntil = e.Until
+	case orchestration.AwaitStarted:
+		s.WaitingUntil = e.Until
+	case orchestration.StepAttemptFailed:
+		s.WaitingUntil = e.RetryAt
+	case orchestration.TimerFired, orchestration.SignalConsumed, orchestration.AwaitTimedOut, orchestration.StepCompleted:
+		s.WaitingUntil = time.Time{}
+	case orchestration.WorkflowCompleted:
+		s.State, s.WaitingUntil = orchestration.Completed, time.Time{}
+	case orchestration.WorkflowFailed:
+		s.State, s.Error, s.WaitingUntil = orchestration.Failed, e.Error, time.Time{}
+	case orchestration.WorkflowCancelled:
+		s.State, s.WaitingUntil = orchestration.Cancelled, time.Time{}
+	case orchestration.WorkflowStuck:
+		s.State, s.Error, s.WaitingUntil = orchestration.Stuck, e.Error, time.Time{}
+	}
+}
+
+func newInstanceStatus(id string) *instanceStatus {
+	return &instanceStatus{Status: orchestration.Status{Instance: id, State: orchestration.Running}}
+}
+
+// openWorkflows opens dsn read-only in a read-only transaction and checks
+// that it has the event store's table; done ends both.
+func openWorkflows(ctx context.Context, dsn string) (q queryer, done func(), err error) {
+	db, err := openReadOnly(ctx, dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	tx, err := db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: db.IsPostgres()})
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, fmt.Errorf("read %s: %w", redact(dsn), err)
+	}
+	done = func() {
+		_ = tx.Rollback()
+		_ = db.Close()
+	}
+	tables, err := tablesIn(ctx, tx, db.Dialect)
+	if err != nil {
+		done()
+		return nil, nil, fmt.Errorf("read %s: %w", redact(dsn), err)
+	}
+	if !tables[eventsTable] {
+		done()
+		return nil, nil, fmt.Errorf("--db %s: %w", redact(dsn), errNoWorkflows)
+	}
+	return tx, done, nil
+}
+
+// readHistory returns an instance's events in order; none for an id never
+// started.
+func readHistory(ctx context.Context, q queryer, id string) ([]historyEvent, error) {
+	rows, err := q.QueryxContext(ctx, q.Rebind(`SELECT version, type, data, recorded_at FROM `+eventsTable+` WHERE stream = ? ORDER BY version`), workflowStreamPrefix+id)
+	if err != nil {
+		return nil, fmt.Errorf("read the history of %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []historyEvent
+	for rows.Next() {
+		var (
+			version, at int64
+			typ         string
+			data        []byte
+		)
+		if err := rows.Scan(&version, &typ, &data, &at); err != nil {
+			return nil, fmt.Errorf("read the history of %s: %w", id, err)
+		}
+		out = append(out, decodeHistoryEvent(typ, data, at, version))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the history of %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// readInstances folds every workflow stream into its instance's status,
+// reading the events stream by stream without holding them.
+func readInstances(ctx context.Context, q queryer) ([]*instanceStatus, error) {
+	rows, err := q.QueryxContext(ctx, q.Rebind(`SELECT stream, version, type, data, recorded_at FROM `+eventsTable+` WHERE stream LIKE ? ORDER BY stream, version`), workflowStreamPrefix+"%")
+	if err != nil {
+		return nil, fmt.Errorf("read the workflows: %w", err)
+	}
+	defer rows.Close()
+	var out []*instanceStatus
+	for rows.Next() {
+		var (
+			stream, typ string
+			version, at int64
+			data        []byte
+		)
+		if err := rows.Scan(&stream, &version, &typ, &data, &at); err != nil {
+			return nil, fmt.Errorf("read the workflows: %w", err)
+		}
+		id := strings.TrimPrefix(stream, workflowStreamPrefix)
+		if len(out) == 0 || out[len(out)-1].Instance != id {
+			out = append(out, newInstanceStatus(id))
+		}
+		out[len(out)-1].apply(decodeHistoryEvent(typ, data, at, version))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the workflows: %w", err)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].StartedAt.Equal(out[j].StartedAt) {
+			return out[i].StartedAt.Before(out[j].StartedAt)
+		}
+		return out[i].Instance < out[j].Instance
+	})
+	return out, nil
+}
+
+// listedWorkflow is a line of "workflow list", and an element of its
+// --json array.
+type listedWorkflow struct {
+	ID           string     `json:"id"`
+	Workflow     string     `json:"workflow"`
+	State        string     `json:"state"`
+	StartedAt    *sink.Time `json:"started_at"`
+	WaitingUntil *sink.Time `json:"waiting_until"`
+	Error        string     `json:"error"`
+	Events       int64      `json:"events"`
+}
+
+func listed(s orchestration.Status, loc *time.Location) listedWorkflow {
+	l := listedWorkflow{ID: s.Instance, Workflow: s.Workflow, State: string(s.State), Error: s.Error, Events: s.Events}
+	if !s.StartedAt.IsZero() {
+		l.StartedAt = sink.TimeOf(s.StartedAt.In(loc))
+	}
+	if !s.WaitingUntil.IsZero() {
+		l.WaitingUntil = sink.TimeOf(s.WaitingUntil.In(loc))
+	}
+	return l
+}
+
+var workflowStates = []orchestration.State{orchestration.Running, orchestration.Completed, orchestration.Failed, orchestration.Cancelled, orchestration.Stuck}
+
+func workflowListCommand(ctx context.Context, env Env, args []string) error {
+	fs := newFlagSet(env, "workflow list", "[--db passage.db] [--state running|completed|failed|cancelled|stuck] [--tz UTC] [--json]")
+	dsn := fs.String("db", "passage.db", "SQLite file or postgres:// DSN of the orchestration engine, opened read-only: list never creates, migrates or locks it")
+	state := fs.String("state", "", "list only the instances in this state: running, completed, failed, cancelled or stuck (default all)")
+	tz := fs.String("tz", "UTC", "IANA time zone to show the times in")
+	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	loc, err := loadLocation(*tz)
+	if err != nil {
+		return err
+	}
+	if *state != "" {
+		known := false
+		for _, s := range workflowStates {
+			known = known || string(s) == *state
+		}
+		if !known {
+			return usagef("--state %q: not running, completed, failed, cancelled or stuck", *state)
+		}
+	}
+	q, done, err := openWorkflows(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer done()
+	all, err := readInstances(ctx, q)
+	if err != nil {
+		return err
+	}
+	if len(all) == 0 {
+		return fmt.Errorf("--db %s: %w", redact(*dsn), errNoInstances)
+	}
+	list := []listedWorkflow{} // [] rather than null in JSON
+	for _, s := range all {
+		if *state == "" || string(s.State) == *state {
+			list = append(list, listed(s.Status, loc))
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(env.Stdout, "no %s workflows (of %d)\n", *state, len(all))
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATE\tSTARTED\tWAITING UNTIL\tERROR")
+	for _, l := range list {
+		started, waiting, errText := "-", "-", "-"
+		if l.StartedAt != nil {
+			started = tick.FormatTime(l.StartedAt.Time)
+		}
+		if l.WaitingUntil != nil {
+			waiting = tick.FormatTime(l.WaitingUntil.Time)
+		}
+		if l.Error != "" {
+			errText = shorten(l.Error, 60)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, l.Workflow, l.State, started, waiting, errText)
+	}
+	return tw.Flush()
+}
+
+// shorten returns s's first line, cut to n runes with an ellipsis.
+func shorten(s string, n int) string {
+	line, _, more := strings.Cut(s, "\n")
+	r := []rune(line)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	if more {
+		return line + " …"
+	}
+	return line
+}
+
+// positional parses the flags and exactly n arguments, before, between or
+// after them, in order; names says which, for the error.
+func positional(fs *flagSet, args []string, names string, n int) ([]string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	var got []string
+	for fs.NArg() > 0 {
+		got = append(got, fs.Arg(0))
+		if err := parseMore(fs, fs.Args()[1:]); err != nil {
+			return nil, err
+		}
+	}
+	if len(got) != n {
+		return nil, usagef("give %s (got %d arguments)", names, len(got))
+	}
+	return got, nil
+}
+
+// timelineEvent is an event of "workflow show --json".
+type timelineEvent struct {
+	Version     int64           `json:"version"`
+	RecordedAt  sink.Time       `json:"recorded_at"`
+	Type        string          `json:"type"`
+	Description string          `json:"description"`
+	Data        json.RawMessage `json:"data"`
+}
+
+// shownWorkflow is what "workflow show --json" prints.
+type shownWorkflow struct {
+	listedWorkflow
+	History []timelineEvent `json:"history"`
+}
+
+// unknownInstance says that id has no history in dsn.
+func unknownInstance(id, dsn string) error {
+	return fmt.Errorf("no workflow instance %q in %s (see \"ticker workflow list\")", id, redact(dsn))
+}
+
+func workflowShowCommand(ctx context.Context, env Env, args []string) error {
+	fs := newFlagSet(env, "workflow show", "[--db passage.db] [--tz UTC] [--json] ID")
+	dsn := fs.String("db", "passage.db", "SQLite file or postgres:// DSN of the orchestration engine, opened read-only")
+	tz := fs.String("tz", "UTC", "IANA time zone to show the times in")
+	asJSON := fs.Bool("json", false, "print JSON instead of a timeline")
+	got, err := positional(fs, args, "exactly one instance id", 1)
+	if err != nil {
+		return err
+	}
+	id := got[0]
+	loc, err := loadLocation(*tz)
+	if err != nil {
+		return err
+	}
+	q, done, err := openWorkflows(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer done()
+	history, err := readHistory(ctx, q, id)
+	if err != nil {
+		return err
+	}
+	if len(history) == 0 {
+		return unknownInstance(id, *dsn)
+	}
+	st := newInstanceStatus(id)
+	shown := shownWorkflow{History: []timelineEvent{}}
+	for _, h := range history {
+		st.apply(h)
+		shown.History = append(shown.History, timelineEvent{
+			Version: h.Version, RecordedAt: sink.Time{Time: h.RecordedAt.In(loc)}, Type: h.Type, Description: describeEvent(h, loc), Data: h.Data,
+		})
+	}
+	shown.listedWorkflow = listed(st.Status, loc)
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(shown)
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	for _, e := range shown.History {
+		fmt.Fprintf(tw, "%s\tv%d\t%s\n", tick.FormatTime(e.RecordedAt.Time), e.Version, e.Description)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, summary(st.Status, loc))
+	return nil
+}
+
+// summary is the line after the timeline: the instance's state.
+func summary(s orchestration.Status, loc *time.Location) string {
+	head := fmt.Sprintf("%s (workflow %s, %d events): %s", s.Instance, s.Workflow, s.Events, s.State)
+	switch {
+	case s.Error != "":
+		return head + ": " + s.Error
+	case s.State == orchestration.Running && !s.WaitingUntil.IsZero():
+		return head + ", waiting until " + tick.FormatTime(s.WaitingUntil.In(loc))
+	case s.State == orchestration.Running:
+		return head + ", due to run when a processor next ticks"
+	}
+	return head
+}
+
+// describeEvent says what an event of the history means.
+func describeEvent(h historyEvent, loc *time.Location) string {
+	at := func(t time.Time) string { return tick.FormatTime(t.In(loc)) }
+	switch e := h.Event.(type) {
+	case orchestration.WorkflowStarted:
+		return fmt.Sprintf("started %s (input %s)", e.Workflow, compact(e.Input))
+	case orchestration.NowRecorded:
+		return "read the clock: " + at(e.At)
+	case orchestration.IDRecorded:
+		return "new id " + e.ID
+	case orchestration.StepCompleted:
+		return fmt.Sprintf("step %s completed (attempt %d): %s", e.Name, e.Attempts, compact(e.Result))
+	case orchestration.StepAttemptFailed:
+		return fmt.Sprintf("step %s attempt %d failed: %s; retry at %s", e.Name, e.Attempt, e.Error, at(e.RetryAt))
+	case orchestration.StepFailed:
+		return fmt.Sprintf("step %s failed for good after %d attempts: %s", e.Name, e.Attempts, e.Error)
+	case orchestration.TimerScheduled:
+		return fmt.Sprintf("sleeping until %s (timer %d)", at(e.Until), e.Seq)
+	case orchestration.TimerFired:
+		return fmt.Sprintf("timer %d over", e.Seq)
+	case orchestration.AwaitStarted:
+		return fmt.Sprintf("awaiting signal %s until %s", e.Signal, at(e.Until))
+	case orchestration.SignalReceived:
+		return fmt.Sprintf("signal %s received: %s", e.Name, compact(e.Payload))
+	case orchestration.SignalConsumed:
+		return fmt.Sprintf("took signal at version %d", e.Version)
+	case orchestration.AwaitTimedOut:
+		return "await timed out"
+	case orchestration.CompensationCompleted:
+		return fmt.Sprintf("compensation %s done", e.Name)
+	case orchestration.WorkflowCompleted:
+		return "completed: " + compact(e.Output)
+	case orchestration.WorkflowFailed:
+		return "failed: " + e.Error
+	case orchestration.CancelRequested:
+		return "cancel requested"
+	case orchestration.WorkflowCancelled:
+		return "cancelled"
+	case orchestration.WorkflowStuck:
+		return "stuck: " + e.Error
+	}
+	return fmt.Sprintf("event %s: %s", h.Type, compact(h.Data))
+}
+
+// compact prints JSON on one line; "null" when there is none.
+func compact(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "null"
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
