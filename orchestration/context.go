@@ -224,6 +224,18 @@ func (x *execution) flush() {
 	x.pending = x.pending[:0]
 }
 
+// mustFlushBeforeSideEffect reports whether something pending must be
+// recorded before a step's side effect runs: anything but timers found
+// over.
+func (x *execution) mustFlushBeforeSideEffect() bool {
+	for _, e := range x.pending {
+		if _, ok := e.(TimerFired); !ok {
+			return true
+		}
+	}
+	return false
+}
+
 // newID returns a random 128-bit id in hex.
 func newID() string {
 	return fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())
@@ -395,26 +407,26 @@ func (x *execution) runStep(name string, fn func(context.Context, StepInfo) (jso
 		o(&policy)
 	}
 	attempts := x.attempts + 1
-	x.flush() // what came before the side effect is recorded first
-	if x.abort != nil {
-		return nil, ErrSuspended
+	// What the side effect may depend on is recorded before it runs: an
+	// earlier step's result (so it never runs again), a Now, an id, an
+	// await's outcome. A timer that was over is not: replay finds it over
+	// again. So a step right after a wake-up costs no extra round trip.
+	if x.mustFlushBeforeSideEffect() {
+		x.flush()
+		if x.abort != nil {
+			return nil, ErrSuspended
+		}
 	}
 	key := fmt.Sprintf("%s/%d/%s", x.instance, x.stepAt, name)
 	result, err := callStep(x.ctx, fn, StepInfo{Instance: x.instance, Name: name, Attempt: attempts, Key: key})
 	switch {
 	case err == nil:
+		// Recorded with the next append: before the next side effect, or
+		// with the suspension or the end, whichever comes first.
 		x.record(StepCompleted{Name: name, Result: result, Attempts: attempts})
-		x.flush()
-		if x.abort != nil {
-			return nil, ErrSuspended
-		}
 		return result, nil
 	case IsNonRetryable(err) || attempts >= max(policy.MaxAttempts, 1):
 		x.record(StepFailed{Name: name, Error: err.Error(), Attempts: attempts})
-		x.flush()
-		if x.abort != nil {
-			return nil, ErrSuspended
-		}
 		return nil, &StepError{Step: name, Message: err.Error(), Attempts: attempts}
 	}
 	at := x.now().Add(policy.wait(attempts))
