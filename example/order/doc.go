@@ -7,5 +7,8 @@
 //
 // Without -db it uses a SQLite file in a temporary directory, removed at the
 // end. The library it runs is package
-// github.com/passage-of-time/passage/example/order/ordering.
+// github.com/passage-of-time/passage/example/order/ordering, the to-do-list
+// version of the process; package
+// github.com/passage-of-time/passage/example/order/workflow is the same
+// process as one durable workflow function.
 package main

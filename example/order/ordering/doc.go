@@ -23,4 +23,7 @@
 // [System] wires all of this on one database and bus, and [RunDemo] tells the
 // story on a terminal: it places orders, pays some, lets time pass on a fake
 // clock through a real tick.Ticker, and sums up what happened.
+//
+// Package example/order/workflow writes the same process as one durable
+// workflow function, with a stock reservation released by a compensation.
 package ordering

@@ -7,7 +7,9 @@
 //   - reserve the order's stock in the [Warehouse] (a Step whose idempotency
 //     key, orchestration.StepInfo.Key, makes a retried or re-run step reserve
 //     once), with the compensation "release stock" registered just before it;
-//   - await the "paid" signal ([Pay]) for [PaymentTimeout], 15 minutes;
+//   - await the "paid" signal ([Pay]) for [PaymentTimeout], 15 minutes from
+//     the instance's first run — the processor's first tick after [Place],
+//     within a minute when a ticker publishes every minute;
 //   - paid: ship (a Step) and end Completed with the [Shipment];
 //   - not paid: return an error wrapping [ErrNotPaid]. The engine then runs
 //     the compensation, which releases the stock, and the instance ends

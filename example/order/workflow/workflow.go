@@ -92,7 +92,7 @@ func (p process) run(ctx orchestration.Context, o Order) (Shipment, error) {
 
 // Place starts the ordering workflow for o, its instance id o.ID; placing
 // the same id again is a no-op that returns the instance's status. It runs
-// when e's processor next ticks.
+// when e's processor next ticks, and the PaymentTimeout counts from then.
 func Place(ctx context.Context, e *orchestration.Engine, o Order) (orchestration.Status, error) {
 	if o.ID == "" || len(o.Items) == 0 || o.Amount <= 0 {
 		return orchestration.Status{}, fmt.Errorf("%w: %q needs an id, items and a positive amount", ErrInvalidOrder, o.ID)
