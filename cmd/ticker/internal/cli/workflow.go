@@ -23,6 +23,8 @@ func workflowCommands() []command {
 	return []command{
 		{"list", "list the workflow instances: workflow, state, started, waiting until, error", workflowListCommand, graceOther},
 		{"show", "print an instance's history as a timeline, then its state", workflowShowCommand, graceOther},
+		{"signal", "send a signal (with a JSON payload) to a running instance", workflowSignalCommand, graceOther},
+		{"cancel", "ask a running instance to cancel: its compensations run", workflowCancelCommand, graceOther},
 	}
 }
 

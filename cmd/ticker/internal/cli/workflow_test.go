@@ -113,6 +113,13 @@ func (w *workflowWorld) cli(verb string, args ...string) result {
 	return run(w.t, w.clock, nil, append([]string{"workflow", verb, "--db", w.dsn}, args...)...)
 }
 
+func (w *workflowWorld) state(id string) orchestration.Status {
+	w.t.Helper()
+	st, err := w.e.Status(context.Background(), id)
+	require.NoError(w.t, err)
+	return st
+}
+
 // An order whose shipment never came is shown as a timeline: charged,
 // waiting three days, timed out, refunded, completed.
 func TestWorkflowShowPrintsTheTimelineOfATimedOutOrder(t *testing.T) {
@@ -290,4 +297,119 @@ func TestWorkflowReadCommandsOnOtherDatabasesCreateNothing(t *testing.T) {
 	}
 	_, err = os.Stat(missing)
 	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// A signal sent from the command line wakes an awaiting instance, which
+// completes with its payload when the processor next ticks.
+func TestWorkflowSignalWakesAnAwaitingInstance(t *testing.T) {
+	t.Parallel()
+	for engine, dsn := range databases(t) {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			w := newWorkflowWorld(t, dsn)
+			w.start("order", "order-2", "order-2")
+			w.advance(0)
+			w.clock.Advance(time.Hour)
+
+			require.Equal(t, "signalled order-2: shipped \"1Z999\" (it runs when a processor next ticks)\n",
+				ok(t, w.cli("signal", "order-2", "shipped", "--payload", ` "1Z999" `)))
+			require.Equal(t, orchestration.Running, w.state("order-2").State, "the signal only wakes it")
+			w.advance(0)
+			out, st, err := orchestration.Result[string](context.Background(), w.e, "order-2")
+			require.NoError(t, err)
+			require.Equal(t, "shipped 1Z999", out)
+			require.Equal(t, orchestration.Completed, st.State)
+
+			show := ok(t, w.cli("show", "order-2"))
+			require.Contains(t, show, ""+
+				"2026-05-01T10:00:00Z  v4  signal shipped received: \"1Z999\"\n"+
+				"2026-05-01T10:00:00Z  v5  took signal at version 4\n"+
+				"2026-05-01T10:00:00Z  v6  completed: \"shipped 1Z999\"\n"+
+				"order-2 (workflow order, 6 events): completed\n")
+
+			late := w.cli("signal", "order-2", "shipped")
+			require.Equal(t, cli.ExitError, late.code)
+			require.Contains(t, late.stderr, "ticker workflow: signal: order-2 is completed: nothing would read it")
+			require.Equal(t, int64(6), w.state("order-2").Events, "nothing was appended")
+		})
+	}
+}
+
+// A cancel sent from the command line unwinds the instance: its
+// compensation runs and it ends cancelled.
+func TestWorkflowCancelRunsTheCompensations(t *testing.T) {
+	t.Parallel()
+	for engine, dsn := range databases(t) {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			w := newWorkflowWorld(t, dsn)
+			w.start("order", "order-3", "order-3")
+			w.advance(0)
+			w.clock.Advance(time.Hour)
+
+			require.Equal(t, "cancel requested for order-3: its compensations run and it ends cancelled when a processor next ticks\n",
+				ok(t, w.cli("cancel", "order-3")))
+			w.advance(0)
+			require.Equal(t, orchestration.Cancelled, w.state("order-3").State)
+			require.Contains(t, ok(t, w.cli("show", "order-3")), ""+
+				"2026-05-01T10:00:00Z  v4  cancel requested\n"+
+				"2026-05-01T10:00:00Z  v5  compensation release done\n"+
+				"2026-05-01T10:00:00Z  v6  cancelled\n"+
+				"order-3 (workflow order, 6 events): cancelled\n")
+			require.Regexp(t, `(?m)^order-3\s+order\s+cancelled\s`, ok(t, w.cli("list", "--state", "cancelled")))
+		})
+	}
+}
+
+// Signal and cancel check, reading only, that the instance exists before
+// they open the engine (which creates its tables): an unknown id, a bad
+// payload or a mistyped --db changes nothing.
+func TestWorkflowSignalAndCancelErrorsChangeNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	w := newWorkflowWorld(t, filepath.Join(dir, "passage.db"))
+	w.start("order", "order-1", "order-1")
+	w.advance(0)
+
+	for _, args := range [][]string{{"signal", "order-9", "shipped"}, {"cancel", "order-9"}} {
+		r := w.cli(args[0], args[1:]...)
+		require.Equal(t, cli.ExitError, r.code, "%q", args)
+		require.Contains(t, r.stderr, `no workflow instance "order-9" in `, "%q", args)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"signal", "order-1", "shipped", "--payload", `{"tracking": 1Z}`}, `--payload "{\"tracking\": 1Z}": not a JSON value: invalid character`},
+		{[]string{"signal", "order-1"}, "give an instance id and a signal name (got 1 arguments)"},
+		{[]string{"signal", "order-1", ""}, "the signal name must not be empty"},
+		{[]string{"cancel"}, "give exactly one instance id (got 0 arguments)"},
+		{[]string{"show", "order-1", "order-2"}, "give exactly one instance id (got 2 arguments)"},
+		{[]string{"list", "--state", "asleep"}, `--state "asleep": not running, completed, failed, cancelled or stuck`},
+		{[]string{"list", "--state", "running", "--state", "failed"}, "given twice"},
+		{[]string{"wait"}, `unknown subcommand "wait"`},
+	} {
+		r := w.cli(c.args[0], c.args[1:]...)
+		require.Equal(t, cli.ExitUsage, r.code, "%q: %s", c.args, r.stderr)
+		require.Contains(t, r.stderr, c.want, "%q", c.args)
+	}
+	require.Equal(t, int64(3), w.state("order-1").Events, "nothing was appended")
+	require.Equal(t, orchestration.Running, w.state("order-1").State)
+
+	// A mistyped --db, and a database of the ticker's without workflows.
+	missing := filepath.Join(dir, "typo.db")
+	ticker := filepath.Join(dir, "ticker.db")
+	ok(t, run(t, w.clock, nil, "run", "--once", "--db", ticker, "--units", "hour", "--schedules=false"))
+	tables := sqliteTables(t, ticker)
+	for _, args := range [][]string{{"signal", "order-1", "shipped"}, {"cancel", "order-1"}} {
+		r := run(t, w.clock, nil, append([]string{"workflow", args[0], "--db", missing}, args[1:]...)...)
+		require.Equal(t, cli.ExitError, r.code, "%q", args)
+		require.Contains(t, r.stderr, "no such database (nothing was created)", "%q", args)
+		r = run(t, w.clock, nil, append([]string{"workflow", args[0], "--db", ticker}, args[1:]...)...)
+		require.Equal(t, cli.ExitError, r.code, "%q", args)
+		require.Contains(t, r.stderr, `no workflow instance "order-1": --db `+ticker+`: no workflows: the database has no event store tables`, "%q", args)
+	}
+	_, err := os.Stat(missing)
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.Equal(t, tables, sqliteTables(t, ticker), "no table was created")
 }
