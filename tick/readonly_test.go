@@ -2,8 +2,6 @@ package tick
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -12,52 +10,6 @@ import (
 
 	"github.com/passage-of-time/passage/internal/sqldbtest"
 )
-
-// makeReadOnly makes the file at path unwritable to this process until the
-// returned function is called, and skips the test when that cannot be done
-// here: chmod for an ordinary user, chattr +i for root, whom no mode stops.
-// An open for writing is tried afterwards, so the test runs only when the
-// file really is read-only. (internal/sqldb's tests have the same helper.)
-func makeReadOnly(t *testing.T, path string) (restore func()) {
-	t.Helper()
-	info, err := os.Stat(path)
-	require.NoError(t, err)
-	require.NoError(t, os.Chmod(path, 0o444))
-	immutable := false
-	restore = func() {
-		if immutable {
-			require.NoError(t, exec.Command("chattr", "-i", path).Run())
-			immutable = false
-		}
-		require.NoError(t, os.Chmod(path, info.Mode().Perm()))
-	}
-	t.Cleanup(func() {
-		if immutable {
-			_ = exec.Command("chattr", "-i", path).Run()
-		}
-	})
-	if !writable(path) {
-		return restore
-	}
-	out, err := exec.Command("chattr", "+i", path).CombinedOutput()
-	if err == nil {
-		immutable = true
-	}
-	if writable(path) {
-		restore()
-		t.Skipf("cannot make %s read-only for this process (chmod 0444 does not stop root; chattr +i: %v %s)", path, err, out)
-	}
-	return restore
-}
-
-func writable(path string) bool {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return false
-	}
-	_ = f.Close()
-	return true
-}
 
 // TestTickerRecoversWhenTheDatabaseIsWritableAgain makes the SQLite file
 // read-only while the ticker runs: the pass fails and Health says why and
@@ -79,7 +31,7 @@ func TestTickerRecoversWhenTheDatabaseIsWritableAgain(t *testing.T) {
 
 	db.SetMaxIdleConns(0) // close the writable connection while the ticker waits
 	db.SetMaxIdleConns(1)
-	restore := makeReadOnly(t, path)
+	restore := sqldbtest.MakeReadOnly(t, path)
 	advance(t, clock, 30*time.Second, tk) // 00:01:00: published, the cursor write fails
 	failedAt := clock.Now()
 	err = tk.Health()

@@ -3,62 +3,14 @@ package sqldb_test
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/sqldbtest"
 )
-
-// makeReadOnly makes the file at path unwritable to this process until the
-// returned function is called (or the test ends), and skips the test when
-// that cannot be done here. chmod is enough for an ordinary user; root
-// writes through any mode, so as root the file is made immutable
-// (chattr +i), which stops root too. Either way an open for writing is
-// tried afterwards: the test only runs when the file really is read-only.
-func makeReadOnly(t *testing.T, path string) (restore func()) {
-	t.Helper()
-	info, err := os.Stat(path)
-	require.NoError(t, err)
-	require.NoError(t, os.Chmod(path, 0o444))
-	immutable := false
-	restore = func() {
-		if immutable {
-			require.NoError(t, exec.Command("chattr", "-i", path).Run())
-			immutable = false
-		}
-		require.NoError(t, os.Chmod(path, info.Mode().Perm()))
-	}
-	t.Cleanup(func() {
-		if immutable {
-			_ = exec.Command("chattr", "-i", path).Run()
-		}
-	})
-	if !writable(path) {
-		return restore
-	}
-	out, err := exec.Command("chattr", "+i", path).CombinedOutput()
-	if err == nil {
-		immutable = true
-	}
-	if writable(path) {
-		restore()
-		t.Skipf("cannot make %s read-only for this process (chmod 0444 does not stop root; chattr +i: %v %s)", path, err, out)
-	}
-	return restore
-}
-
-func writable(path string) bool {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return false
-	}
-	_ = f.Close()
-	return true
-}
 
 // TestSQLiteConnectionRecoversWhenTheFileIsWritableAgain opens a connection
 // while the database file is read-only — SQLite then opens it read-only,
@@ -79,7 +31,7 @@ func TestSQLiteConnectionRecoversWhenTheFileIsWritableAgain(t *testing.T) {
 	db.SetMaxIdleConns(0) // closes the writable connection now
 	db.SetMaxIdleConns(1)
 
-	restore := makeReadOnly(t, path)
+	restore := sqldbtest.MakeReadOnly(t, path)
 	_, err = db.ExecContext(ctx, `INSERT INTO widgets DEFAULT VALUES`)
 	require.Error(t, err, "the file is read-only")
 	require.True(t, sqldb.IsReadOnlyError(err), "SQLITE_READONLY: %v", err)
