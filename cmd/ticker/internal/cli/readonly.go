@@ -256,3 +256,38 @@ func redact(dsn string) string {
 	}
 	return u.Redacted()
 }
+
+// snapshot is a database opened read-only (openReadOnly) and one
+// read-only transaction over it — a consistent view, deferred on SQLite (a
+// reader, which never waits for WAL writers) and READ ONLY on PostgreSQL —
+// with the tables the database holds.
+type snapshot struct {
+	db     *sqldb.DB
+	tx     *sqlx.Tx
+	tables map[string]bool
+}
+
+// openSnapshot opens dsn as a snapshot; close ends it.
+func openSnapshot(ctx context.Context, dsn string) (*snapshot, error) {
+	db, err := openReadOnly(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: db.IsPostgres()})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("read %s: %w", redact(dsn), err)
+	}
+	tables, err := tablesIn(ctx, tx, db.Dialect)
+	if err != nil {
+		_ = tx.Rollback()
+		_ = db.Close()
+		return nil, fmt.Errorf("read %s: %w", redact(dsn), err)
+	}
+	return &snapshot{db: db, tx: tx, tables: tables}, nil
+}
+
+func (s *snapshot) close() {
+	_ = s.tx.Rollback()
+	_ = s.db.Close()
+}

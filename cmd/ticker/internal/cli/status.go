@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -66,23 +65,12 @@ func statusCommand(ctx context.Context, env Env, args []string) error {
 	}
 	// Read-only: status never migrates, never takes the write lock and
 	// never creates a file or a table (readonly.go).
-	db, err := openReadOnly(ctx, *dsn)
+	snap, err := openSnapshot(ctx, *dsn)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	// One read-only transaction: a consistent snapshot, deferred on
-	// SQLite (a reader, which never waits for WAL writers) and READ ONLY
-	// on PostgreSQL.
-	tx, err := db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: db.IsPostgres()})
-	if err != nil {
-		return fmt.Errorf("read %s: %w", redact(*dsn), err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	tables, err := tablesIn(ctx, tx, db.Dialect)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", redact(*dsn), err)
-	}
+	defer snap.close()
+	tx, tables := snap.tx, snap.tables
 	if !hasState(tables) {
 		return fmt.Errorf("--db %s: %w", redact(*dsn), errNoState)
 	}

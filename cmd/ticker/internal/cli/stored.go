@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -212,20 +211,12 @@ func scheduleListCommand(ctx context.Context, env Env, args []string) error {
 	}
 	// Read-only, like status: the schedule package would create its
 	// tables in a database that has none (readonly.go).
-	db, err := openReadOnly(ctx, *dsn)
+	snap, err := openSnapshot(ctx, *dsn)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	tx, err := db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: db.IsPostgres()})
-	if err != nil {
-		return fmt.Errorf("read %s: %w", redact(*dsn), err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	tables, err := tablesIn(ctx, tx, db.Dialect)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", redact(*dsn), err)
-	}
+	defer snap.close()
+	tx, tables := snap.tx, snap.tables
 	if !tables[scheduleTable] {
 		return fmt.Errorf("--db %s: %w", redact(*dsn), errNoSchedules)
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,29 +153,15 @@ func newInstanceStatus(id string) *instanceStatus {
 // openWorkflows opens dsn read-only in a read-only transaction and checks
 // that it has the event store's table; done ends both.
 func openWorkflows(ctx context.Context, dsn string) (q queryer, done func(), err error) {
-	db, err := openReadOnly(ctx, dsn)
+	snap, err := openSnapshot(ctx, dsn)
 	if err != nil {
 		return nil, nil, err
 	}
-	tx, err := db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: db.IsPostgres()})
-	if err != nil {
-		_ = db.Close()
-		return nil, nil, fmt.Errorf("read %s: %w", redact(dsn), err)
-	}
-	done = func() {
-		_ = tx.Rollback()
-		_ = db.Close()
-	}
-	tables, err := tablesIn(ctx, tx, db.Dialect)
-	if err != nil {
-		done()
-		return nil, nil, fmt.Errorf("read %s: %w", redact(dsn), err)
-	}
-	if !tables[eventsTable] {
-		done()
+	if !snap.tables[eventsTable] {
+		snap.close()
 		return nil, nil, fmt.Errorf("--db %s: %w", redact(dsn), errNoWorkflows)
 	}
-	return tx, done, nil
+	return snap.tx, snap.close, nil
 }
 
 // readHistory returns an instance's events in order; none for an id never
