@@ -23,7 +23,7 @@ var start = time.Date(2026, 3, 29, 9, 0, 0, 0, time.UTC)
 // env is one process running the ordering workflow on a real database,
 // with a warehouse that outlives it (a remote service) and a fake clock.
 type env struct {
-	t         *testing.T
+	t         testing.TB
 	dsn       string
 	clock     *clockwork.FakeClock
 	warehouse *workflow.Warehouse
@@ -45,7 +45,7 @@ func forEachBackend(t *testing.T, test func(t *testing.T, backend sqldbtest.Back
 	}
 }
 
-func setup(t *testing.T, backend sqldbtest.Backend) *env {
+func setup(t testing.TB, backend sqldbtest.Backend) *env {
 	t.Helper()
 	_, dsn := backend.Open(t)
 	e := &env{t: t, dsn: dsn, clock: clockwork.NewFakeClockAt(start), warehouse: workflow.NewWarehouse(map[string]int{"coffee": 10})}
