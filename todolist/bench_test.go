@@ -334,3 +334,118 @@ func BenchmarkProcessMemory(b *testing.B) {
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(float64(1_000_000*b.N)/b.Elapsed().Seconds(), "items/s")
 }
+
+// BenchmarkAddMany adds 10,000 new items (random UUIDs, as order IDs are)
+// in one AddMany, next to its floor in the same run: the same rows written
+// by hand-made multi-row INSERTs of 1,000 rows each (no upsert clause), in
+// one transaction. It reports both rates and their ratio (target ≥ 0.8),
+// and, for scale, the rate of one AddTx per item in one transaction. The
+// chunk=N variants show how the statement size chosen was picked.
+func BenchmarkAddMany(b *testing.B) {
+	const n = 10_000
+	for _, backend := range sqldbtest.Backends() {
+		b.Run(backend.Name, func(b *testing.B) {
+			db, _ := backend.Open(b)
+			ctx := context.Background()
+			l, err := todolist.Open(ctx, db.DB, "bench")
+			require.NoError(b, err)
+			items := make([]todolist.NewItem, n)
+			fresh := func() {
+				for i := range items {
+					items[i] = todolist.NewItem{ID: uuid.NewString(), Due: benchPast.Add(time.Duration(i) * time.Millisecond)}
+				}
+			}
+			// empty clears the table outside the timer, so every round
+			// starts from the same table.
+			empty := func() {
+				b.StopTimer()
+				_, err := db.ExecContext(ctx, `DELETE FROM todolist_items`)
+				require.NoError(b, err)
+				if db.IsPostgres() {
+					_, err = db.ExecContext(ctx, `VACUUM ANALYZE todolist_items`)
+					require.NoError(b, err)
+				}
+				fresh()
+				b.StartTimer()
+			}
+			// floor prepares its full-chunk statement once, as a careful
+			// hand would.
+			floor := func() {
+				tx, err := db.BeginTxx(ctx, nil)
+				require.NoError(b, err)
+				defer func() { _ = tx.Rollback() }()
+				values := func(rows int) string {
+					return db.Rebind(`INSERT INTO todolist_items (list, id, due, run_at) VALUES ` +
+						strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", rows), ", "))
+				}
+				full, err := tx.PrepareContext(ctx, values(1000))
+				require.NoError(b, err)
+				defer func() { _ = full.Close() }()
+				args := make([]any, 0, 4*1000)
+				for start := 0; start < n; start += 1000 {
+					chunk := items[start:min(start+1000, n)]
+					args = args[:0]
+					for _, it := range chunk {
+						at := sqldb.EncodeTime(it.Due)
+						args = append(args, "floor", it.ID, at, at)
+					}
+					if len(chunk) == 1000 {
+						_, err = full.ExecContext(ctx, args...)
+					} else {
+						_, err = tx.ExecContext(ctx, values(len(chunk)), args...)
+					}
+					require.NoError(b, err)
+				}
+				require.NoError(b, tx.Commit())
+			}
+			one := func() {
+				tx, err := db.BeginTxx(ctx, nil)
+				require.NoError(b, err)
+				defer func() { _ = tx.Rollback() }()
+				for _, it := range items {
+					require.NoError(b, l.AddTx(ctx, tx, it.ID, it.Due))
+				}
+				require.NoError(b, tx.Commit())
+			}
+			timed := func(f func(), spent *time.Duration) {
+				empty()
+				start := time.Now()
+				f()
+				*spent += time.Since(start)
+			}
+			many := func() { require.NoError(b, l.AddMany(ctx, items)) }
+
+			b.Run("vs-floor", func(b *testing.B) {
+				var manyTime, floorTime, oneTime time.Duration
+				for i := 0; b.Loop(); i++ {
+					// Alternate which goes first, as BenchmarkProcess does.
+					if i%2 == 0 {
+						timed(floor, &floorTime)
+						timed(many, &manyTime)
+					} else {
+						timed(many, &manyTime)
+						timed(floor, &floorTime)
+					}
+					timed(one, &oneTime)
+				}
+				perSecond := func(d time.Duration) float64 { return float64(n*b.N) / d.Seconds() }
+				b.ReportMetric(perSecond(manyTime), "items/s")
+				b.ReportMetric(perSecond(floorTime), "floor-items/s")
+				b.ReportMetric(float64(floorTime)/float64(manyTime), "ratio")
+				b.ReportMetric(perSecond(oneTime), "addtx-items/s")
+			})
+
+			for _, chunk := range []int{100, 500, 1000, 2000, 5000} {
+				b.Run(fmt.Sprintf("chunk=%d", chunk), func(b *testing.B) {
+					todolist.SetAddManyChunk(l, chunk)
+					defer todolist.SetAddManyChunk(l, 0)
+					var spent time.Duration
+					for b.Loop() {
+						timed(many, &spent)
+					}
+					b.ReportMetric(float64(n*b.N)/spent.Seconds(), "items/s")
+				})
+			}
+		})
+	}
+}

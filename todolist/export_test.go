@@ -8,3 +8,7 @@ func WithRenewalHook(f func(held bool, err error)) ProcessorOption {
 		return nil
 	}
 }
+
+// SetAddManyChunk makes each statement of l's AddMany write at most n
+// items, so that a test crosses chunk boundaries with a few items.
+func SetAddManyChunk(l *List, n int) { l.addChunk = n }

@@ -39,6 +39,9 @@ type List struct {
 	name  string
 	q     queries
 	clock clockwork.Clock
+	// addChunk overrides the number of items a statement of AddMany
+	// writes, when positive; tests set it small to cross chunks cheaply.
+	addChunk int
 }
 
 // ListOption configures a [List]. An option with an unusable value makes
