@@ -63,3 +63,64 @@ func rawInsert(ctx context.Context, db *sqldb.DB, query, stream string) error {
 	}
 	return tx.Commit()
 }
+
+// BenchmarkAppendMany appends one event to each of 1,000 new streams, once
+// as one AppendMany and once as 1,000 Appends, in the same iteration, and
+// reports both rates and the batch's speed-up ("x-appends"). Half of the
+// batch's streams exist already and are appended to with their exact
+// version, as a batch of decisions would; no entry conflicts.
+func BenchmarkAppendMany(b *testing.B) {
+	const streams = 1000
+	for _, backend := range sqldbtest.Backends() {
+		b.Run(backend.Name, func(b *testing.B) {
+			db, _ := backend.Open(b)
+			ctx := context.Background()
+			store, err := eventstore.Open(ctx, db.DB, newRegistry(b))
+			require.NoError(b, err)
+			event := Deposited{Amount: 100, By: 1}
+			// prepare makes the streams of one round, half of them at
+			// version 1, and the entries that append to them.
+			prepare := func(round int, kind string) []eventstore.StreamAppend {
+				b.StopTimer()
+				defer b.StartTimer()
+				batch := make([]eventstore.StreamAppend, streams)
+				var existing []eventstore.StreamAppend
+				for i := range batch {
+					batch[i] = eventstore.StreamAppend{Stream: fmt.Sprintf("%s-%d-%d", kind, round, i), Expected: eventstore.NoStream, Events: []any{event}}
+					if i%2 == 1 {
+						existing = append(existing, batch[i])
+						batch[i].Expected = eventstore.Exact(1)
+					}
+				}
+				_, err := store.AppendMany(ctx, existing)
+				require.NoError(b, err)
+				return batch
+			}
+
+			var manyTime, oneTime time.Duration
+			for i := 0; b.Loop(); i++ {
+				batch := prepare(i, "many")
+				start := time.Now()
+				outcomes, err := store.AppendMany(ctx, batch)
+				manyTime += time.Since(start)
+				require.NoError(b, err)
+				for _, o := range outcomes {
+					require.NoError(b, o.Err())
+				}
+
+				batch = prepare(i, "one")
+				start = time.Now()
+				for _, e := range batch {
+					if _, err := store.Append(ctx, e.Stream, e.Expected, e.Events...); err != nil {
+						b.Fatal(err)
+					}
+				}
+				oneTime += time.Since(start)
+			}
+			perSecond := func(d time.Duration) float64 { return float64(streams*b.N) / d.Seconds() }
+			b.ReportMetric(perSecond(manyTime), "streams/s")
+			b.ReportMetric(perSecond(oneTime), "append-streams/s")
+			b.ReportMetric(float64(oneTime)/float64(manyTime), "x-appends")
+		})
+	}
+}
