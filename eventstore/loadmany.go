@@ -1,0 +1,74 @@
+package eventstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
+)
+
+// maxLoadMany bounds the streams of one LoadMany query; more are read in
+// several.
+const maxLoadMany = 5000
+
+// LoadMany returns the events of each of streams, whole and in order, read
+// in one query per 5,000 streams instead of one per stream: what a
+// processor deciding a batch of aggregates needs. A stream without events
+// maps to no entry. Stream names must not be empty; repeated names are
+// read once.
+func (s *Store) LoadMany(ctx context.Context, streams []string) (map[string][]Recorded, error) {
+	out := make(map[string][]Recorded, len(streams))
+	for i, name := range streams {
+		if name == "" {
+			return nil, fmt.Errorf("%w: load many: stream %d has an empty name", ErrInvalidArgument, i)
+		}
+	}
+	for start := 0; start < len(streams); start += maxLoadMany {
+		if err := s.loadChunk(ctx, streams[start:min(start+maxLoadMany, len(streams))], out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) loadChunk(ctx context.Context, streams []string, out map[string][]Recorded) error {
+	const columns = `SELECT e.stream, e.position, e.version, e.type, e.data, e.recorded_at FROM eventstore_events e`
+	var (
+		query string
+		arg   any
+	)
+	if s.dialect == sqldb.Postgres {
+		query, arg = columns+` WHERE e.stream = ANY($1::text[]) ORDER BY e.stream, e.version`, streams
+	} else {
+		names, err := json.Marshal(streams)
+		if err != nil {
+			return fmt.Errorf("eventstore: load many: %w", err)
+		}
+		query, arg = columns+` WHERE e.stream IN (SELECT value FROM json_each(?)) ORDER BY e.stream, e.version`, string(names)
+	}
+	rows, err := s.db.QueryxContext(ctx, query, arg)
+	if err != nil {
+		return fmt.Errorf("eventstore: load %d streams: %w", len(streams), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			r    Recorded
+			data []byte
+			at   int64
+		)
+		if err := rows.Scan(&r.Stream, &r.Position, &r.Version, &r.Type, &data, &at); err != nil {
+			return fmt.Errorf("eventstore: load %d streams: %w", len(streams), err)
+		}
+		r.RecordedAt = sqldb.DecodeTime(at)
+		if r.Event, err = s.registry.decode(r.Type, data); err != nil {
+			return fmt.Errorf("eventstore: load stream %q: version %d: %w", r.Stream, r.Version, err)
+		}
+		out[r.Stream] = append(out[r.Stream], r)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("eventstore: load %d streams: %w", len(streams), err)
+	}
+	return nil
+}
