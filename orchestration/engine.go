@@ -201,12 +201,23 @@ func (e *Engine) Processor(opts ...todolist.ProcessorOption) (*todolist.Processo
 // wake replays a due instance: it runs on, then suspends (its wake-up
 // moved), finishes (its item removed) or gets stuck.
 func (e *Engine) wake(ctx context.Context, item todolist.Item) error {
-	x, fn, err := e.load(ctx, item.ID)
+	history, err := e.store.Load(ctx, streamOf(item.ID), 0)
+	if err != nil {
+		return fmt.Errorf("orchestration: load %s: %w", item.ID, err)
+	}
+	x, fn, err := e.prepare(ctx, item.ID, history)
 	if err != nil || x == nil {
 		return err
 	}
 	out, runErr := callWorkflow(fn, x, x.input)
-	return e.settle(ctx, x, out, runErr)
+	if err := e.finish(ctx, x, out, runErr); err != nil {
+		return err
+	}
+	if x.suspended {
+		return e.suspend(ctx, x.execution)
+	}
+	x.flush()
+	return x.abort // nil: the processor removes the item
 }
 
 // loaded is an execution with its function's input.
@@ -215,12 +226,11 @@ type loaded struct {
 	input json.RawMessage
 }
 
-// load reads an instance's history into an execution; nil when there is
+// prepare makes an execution of an instance's history; nil when there is
 // nothing to run (unknown or finished).
-func (e *Engine) load(ctx context.Context, instance string) (*loaded, func(*execution, json.RawMessage) (json.RawMessage, error), error) {
-	history, err := e.store.Load(ctx, streamOf(instance), 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("orchestration: load %s: %w", instance, err)
+func (e *Engine) prepare(ctx context.Context, instance string, history []eventstore.Recorded) (*loaded, func(*execution, json.RawMessage) (json.RawMessage, error), error) {
+	if len(history) == 0 {
+		return nil, nil, nil
 	}
 	st := fold(instance, history)
 	if st.State != Running {
@@ -258,17 +268,19 @@ func callWorkflow(fn func(*execution, json.RawMessage) (json.RawMessage, error),
 	return fn(x.execution, input)
 }
 
-// settle records how the execution ended.
-func (e *Engine) settle(ctx context.Context, x *loaded, out json.RawMessage, runErr error) error {
+// finish records how the execution ended in its pending events: it is
+// stuck, suspended (x.wakeAt), or done — completed, or failed or cancelled
+// once its compensations ran (each appended as it goes, since each is a
+// side effect). What is pending is for the caller to append, with the
+// wake-up of a suspended instance.
+func (e *Engine) finish(ctx context.Context, x *loaded, out json.RawMessage, runErr error) error {
 	switch {
 	case x.abort != nil:
 		return x.abort
 	case x.stuck != nil:
+		x.suspended = false
 		x.pending = append(x.pending[:0], WorkflowStuck{Error: x.stuck.Error()})
-		x.flush()
-		return x.abort
 	case x.suspended:
-		return e.suspend(ctx, x.execution)
 	case runErr == nil:
 		x.record(WorkflowCompleted{Output: out})
 	default:
@@ -294,8 +306,7 @@ func (e *Engine) settle(ctx context.Context, x *loaded, out json.RawMessage, run
 			x.record(WorkflowFailed{Error: runErr.Error()})
 		}
 	}
-	x.flush()
-	return x.abort // nil: the processor removes the item
+	return nil
 }
 
 func runCompensation(ctx context.Context, c compensation) (err error) {
