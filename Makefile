@@ -1,8 +1,8 @@
 # Run `make help` for the targets.
-.PHONY: help test test-race bench lint fmt
+.PHONY: help test test-race bench bench-peers lint fmt
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 test: ## run the tests (the README's command)
 	go test ./...
@@ -12,6 +12,9 @@ test-race: ## run the tests under the race detector
 
 bench: ## run every benchmark with allocation figures
 	go test -run '^$$' -bench . -benchmem ./...
+
+bench-peers: ## passage beside River, gocron, Watermill, EventBus, go-workflows: a table of ratios (bench/, own module)
+	cd bench && go run .
 
 lint: ## gofmt check, go vet and staticcheck (installed on demand)
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt needed"; exit 1)
