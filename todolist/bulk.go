@@ -229,3 +229,84 @@ type preparer interface {
 func (l *List) manyFailed(rows manyRows, start, end int, err error) error {
 	return fmt.Errorf("todolist: add %d items to %q: items %q to %q: %w", len(rows.ids), l.name, rows.ids[start], rows.ids[end-1], err)
 }
+
+// removeManyPostgres deletes the IDs in $2 from list $1 in one statement;
+// removeCompletedManyPostgres does too and counts the rows it deleted
+// completed, as removeCompleted does one.
+const (
+	removeManyPostgres          = `DELETE FROM todolist_items WHERE list = $1 AND id = ANY($2::text[])`
+	removeCompletedManyPostgres = `WITH gone AS (
+	DELETE FROM todolist_items WHERE list = $1 AND id = ANY($2::text[]) RETURNING 1)
+INSERT INTO todolist_counters (list, completed, failures, parkings)
+SELECT $1, COUNT(*), 0, 0 FROM gone HAVING COUNT(*) > 0` + addCounts
+	// removeIDs is the SQLite delete, completed by batchStatement.
+	removeIDs = `DELETE FROM todolist_items WHERE list = ? AND id IN`
+)
+
+// removeManyTx is [List.RemoveTx] for each of ids, in a statement or two
+// rather than one per ID: those of the items ctx's action works are
+// removed and counted completed together, the others removed. A
+// [Projection] removes runs of items this way.
+func (l *List) removeManyTx(ctx context.Context, ext sqlx.ExtContext, ids []string) error {
+	if ext == nil {
+		return fmt.Errorf("todolist: remove %d items from %q: %w: ext must not be nil", len(ids), l.name, ErrInvalidArgument)
+	}
+	if len(ids) == 1 {
+		return l.RemoveTx(ctx, ext, ids[0])
+	}
+	var counted, plain []string
+	for i, id := range ids {
+		if err := validateID(id); err != nil {
+			return fmt.Errorf("todolist: remove %d items from %q: item %d: %w", len(ids), l.name, i, err)
+		}
+		if l.working(ctx, id) {
+			counted = append(counted, id)
+		} else {
+			plain = append(plain, id)
+		}
+	}
+	for start := 0; start < len(plain); start += MaxBatchSize {
+		chunk := plain[start:min(start+MaxBatchSize, len(plain))]
+		var err error
+		if l.q.claimSets {
+			_, err = ext.ExecContext(ctx, removeManyPostgres, l.name, chunk)
+		} else {
+			_, err = l.execIDs(ctx, ext, removeIDs, chunk, l.name)
+		}
+		if err != nil {
+			return fmt.Errorf("todolist: remove %d items from %q: %w", len(chunk), l.name, err)
+		}
+	}
+	for start := 0; start < len(counted); start += MaxBatchSize {
+		chunk := counted[start:min(start+MaxBatchSize, len(counted))]
+		if err := l.removeCompletedMany(ctx, ext, chunk); err != nil {
+			return fmt.Errorf("todolist: remove %d items from %q and count them completed: %w", len(chunk), l.name, err)
+		}
+	}
+	return nil
+}
+
+// removeCompletedMany is removeCompleted for many IDs.
+func (l *List) removeCompletedMany(ctx context.Context, ext sqlx.ExtContext, ids []string) error {
+	if l.q.claimSets {
+		_, err := ext.ExecContext(ctx, removeCompletedManyPostgres, l.name, ids)
+		return err
+	}
+	r, err := l.execIDs(ctx, ext, removeIDs, ids, l.name)
+	n, err := rowsAffected(r, err)
+	if err != nil || n == 0 {
+		return err
+	}
+	_, err = ext.ExecContext(ctx, l.q.count, l.name, n, 0, 0)
+	return err
+}
+
+// execIDs runs prefix followed by the list of ids, after args, on ext.
+func (l *List) execIDs(ctx context.Context, ext sqlx.ExecerContext, prefix string, ids []string, args ...any) (sql.Result, error) {
+	all := make([]any, 0, len(args)+len(ids))
+	all = append(all, args...)
+	for _, id := range ids {
+		all = append(all, id)
+	}
+	return ext.ExecContext(ctx, batchStatement(l.db, prefix, len(ids)), all...)
+}

@@ -54,6 +54,33 @@
 //     the next tick (see Conflicts below);
 //   - a panic: a failed attempt like any error.
 //
+// # Batches
+//
+// [NewBatchProcessor] and [HandleBatch] take a [BatchAction] instead: it
+// is given each claimed batch at once and returns one outcome per item,
+// so that it can load the batch's aggregates in one query, decide them,
+// and commit all their changes in one transaction — as the event store's
+// AppendMany does, each stream with its own expected version, a conflict
+// on one failing none of the others. A statement per batch instead of
+// several per item is what lets a batch action time out orders at a good
+// fraction of what hand-written SQL does (the ordering example's
+// BenchmarkTimeouts measures both in one run).
+//
+// Each outcome means for its item what an [Action]'s error means: nil is
+// done, a conflict anywhere in the error's tree (see Conflicts) is tried
+// again next tick without counting an attempt, any other error is a
+// failure that backs off and parks. The batch action's own error, its
+// panic, or a slice whose length is not the batch's ([ErrBatchOutcomes])
+// is every item's outcome. The rest is the per-item processor's, item for
+// item: the claim and its lease (renewed while the batch action runs; a
+// batch starts only with at least a third of its lease left; outcomes
+// are written only while it holds), the totals (the ctx of a batch action
+// completes any item of its batch that it removes, see Totals), the
+// [Observer]'s Done, Failed and Parked for each item, and [Result]. The
+// time budget is checked between batches, and [WithBatchSize] bounds how
+// many items one call decides. A [Projection] applied to the events of a
+// whole batch removes each run of items in a statement or two.
+//
 // # Conflicts
 //
 // An error is a version conflict when its tree holds, anywhere, a value
@@ -104,8 +131,9 @@
 // by the statement that deletes it, in that statement's transaction, by
 // the same rule on both engines:
 //
-//   - an action that removes its own item with [List.RemoveTx] (or
-//     [List.Remove]) under the ctx its processor gave it — directly, or
+//   - an action that removes its own item (a batch action: any item of
+//     its batch) with [List.RemoveTx] (or [List.Remove]) under the ctx
+//     its processor gave it — directly, or
 //     through a [Projection] applied in the transaction that appends the
 //     action's events — counts it in that transaction;
 //   - the items whose action returned nil and which are still on the list

@@ -35,7 +35,11 @@ var (
 	// when a batch's lease ran out, or a renewal found its claim lapsed
 	// or taken by another processor.
 	ErrLeaseLost = errors.New("todolist: lease lost")
-	// ErrActionPanicked wraps the value of a panic in an [Action]; the
-	// panic counts as a failed attempt like any other error.
+	// ErrActionPanicked wraps the value of a panic in an [Action] or a
+	// [BatchAction]; the panic counts as a failed attempt like any other
+	// error (of every item of the batch).
 	ErrActionPanicked = errors.New("todolist: action panicked")
+	// ErrBatchOutcomes is every item's failure when a [BatchAction]
+	// returned a slice of outcomes whose length is not its batch's.
+	ErrBatchOutcomes = errors.New("todolist: batch action returned the wrong number of outcomes")
 )

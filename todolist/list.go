@@ -224,8 +224,8 @@ func (l *List) Remove(ctx context.Context, id string) error {
 // processor working the item when it is removed finds it gone and moves on.
 //
 // When ctx is the one a [Processor] gave the [Action] working this very
-// item (this list, this ID), or derives from it, the removal completes the
-// item: if it deletes the item, it adds one to the list's Completed total
+// item (this list, this ID), or the [BatchAction] working a batch that
+// holds it, or derives from it, the removal completes the item: if it deletes the item, it adds one to the list's Completed total
 // ([Stats]) on ext, in the same transaction, so the completion commits or
 // rolls back with the removal. This is how an action whose events a
 // projection of its own list applies counts its item, even if its

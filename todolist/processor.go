@@ -93,7 +93,10 @@ type Result struct {
 type Processor struct {
 	list   *List
 	action Action
-	cfg    processorConfig
+	// batchAction, when set, decides each claimed batch at once instead
+	// of action per item (see [NewBatchProcessor]).
+	batchAction BatchAction
+	cfg         processorConfig
 }
 
 // NewProcessor returns a processor running action for the due items of list.
@@ -108,6 +111,10 @@ func NewProcessor(list *List, action Action, opts ...ProcessorOption) (*Processo
 	if action == nil {
 		return nil, fmt.Errorf("todolist: new processor for %q: %w", list.name, ErrNilAction)
 	}
+	return newProcessor(list, action, nil, opts)
+}
+
+func newProcessor(list *List, action Action, batchAction BatchAction, opts []ProcessorOption) (*Processor, error) {
 	cfg := defaultConfig()
 	cfg.clock = list.clock
 	for _, opt := range opts {
@@ -118,7 +125,7 @@ func NewProcessor(list *List, action Action, opts ...ProcessorOption) (*Processo
 			return nil, fmt.Errorf("todolist: new processor for %q: %w", list.name, err)
 		}
 	}
-	return &Processor{list: list, action: action, cfg: cfg}, nil
+	return &Processor{list: list, action: action, batchAction: batchAction, cfg: cfg}, nil
 }
 
 // Handle returns a handler that works list's due items on every
@@ -469,9 +476,11 @@ func (p *Processor) released(ctx context.Context, done batchDone, n int, res *Re
 // another; failures are written one by one, as each has its own attempt
 // count. stopped reports that the time budget or the lease ended the tick.
 func (p *Processor) work(ctx context.Context, batch []claimed, k *keeper, start time.Time, res *Result) (done batchDone, stopped bool, err error) {
-	token := k.token
-	done.token, done.lease = token, k
+	done.token, done.lease = k.token, k
 	done.held = p.list.q.claimSets && len(batch) > 0
+	if p.batchAction != nil {
+		return p.workBatch(ctx, batch, done, res)
+	}
 	var conflicts, unstarted []claimed
 	for i, it := range batch {
 		if ctx.Err() != nil {
@@ -523,6 +532,15 @@ func (p *Processor) work(ctx context.Context, batch []claimed, k *keeper, start 
 			}
 		}
 	}
+	if err := p.release(ctx, done.token, conflicts, unstarted, res); err != nil {
+		return done, false, p.abandon(ctx, done, res, err)
+	}
+	return done, stopped, nil
+}
+
+// release frees the conflicting items of a batch until just past the
+// cutoff, in one statement, and the items left unstarted, in another.
+func (p *Processor) release(ctx context.Context, token string, conflicts, unstarted []claimed, res *Result) error {
 	l := p.list
 	if len(conflicts) > 0 {
 		// Released just past the cutoff: the next tick takes them, this
@@ -536,7 +554,7 @@ func (p *Processor) work(ctx context.Context, batch []claimed, k *keeper, start 
 			_, err = p.exec(ctx, l.db, releaseConflictIDs, idsOf(conflicts), next, l.name, token)
 		}
 		if err != nil {
-			return done, false, p.abandon(ctx, done, res, fmt.Errorf("todolist: release conflicting items of %q: %w", l.name, err))
+			return fmt.Errorf("todolist: release conflicting items of %q: %w", l.name, err)
 		}
 	}
 	if len(unstarted) > 0 {
@@ -544,16 +562,16 @@ func (p *Processor) work(ctx context.Context, batch []claimed, k *keeper, start 
 			// Released with the claim row when the batch is settled, at
 			// the end of this tick.
 			res.Released += len(unstarted)
-			return done, stopped, nil
+			return nil
 		}
 		r, err := p.exec(ctx, l.db, releaseIDs, idsOf(unstarted), l.name, token)
 		n, err := rowsAffected(r, err)
 		if err != nil {
-			return done, false, p.abandon(ctx, done, res, fmt.Errorf("todolist: release unstarted items of %q: %w", l.name, err))
+			return fmt.Errorf("todolist: release unstarted items of %q: %w", l.name, err)
 		}
 		res.Released += n
 	}
-	return done, stopped, nil
+	return nil
 }
 
 // nonNil returns s, or an empty slice for nil: an empty array, not NULL,
@@ -583,12 +601,7 @@ func idsAndRefs(items []claimed) (ids []string, refs []pgtype.TID, versions []ui
 
 // exec runs prefix followed by the list of ids, after args, on ext.
 func (p *Processor) exec(ctx context.Context, ext sqlx.ExecerContext, prefix string, ids []string, args ...any) (sql.Result, error) {
-	all := make([]any, 0, len(args)+len(ids))
-	all = append(all, args...)
-	for _, id := range ids {
-		all = append(all, id)
-	}
-	return ext.ExecContext(ctx, batchStatement(p.list.db, prefix, len(ids)), all...)
+	return p.list.execIDs(ctx, ext, prefix, ids, args...)
 }
 
 // rowsAffected returns the rows a statement changed, or err.
@@ -612,19 +625,29 @@ func (p *Processor) run(ctx context.Context, it Item) (err error) {
 }
 
 // working is what the ctx of an action carries: the list and the ID of
-// the item it works. A removal of that item under that ctx completes it
-// (see [List.RemoveTx]).
+// the item it works, or for a [BatchAction] the IDs of its batch. A
+// removal of one of those items under that ctx completes it (see
+// [List.RemoveTx]).
 type working struct {
 	list, id string
+	batch    map[string]struct{}
 }
 
 // workingKey is the context key of [working].
 type workingKey struct{}
 
-// working reports whether ctx is that of the action working id of l.
+// working reports whether ctx is that of the action working id of l, or
+// of the batch action working a batch that holds id.
 func (l *List) working(ctx context.Context, id string) bool {
 	w, ok := ctx.Value(workingKey{}).(working)
-	return ok && w.list == l.name && w.id == id
+	if !ok || w.list != l.name {
+		return false
+	}
+	if w.batch == nil {
+		return w.id == id
+	}
+	_, in := w.batch[id]
+	return in
 }
 
 // abandonTimeout bounds the removal of an abandoned batch's done items.

@@ -32,10 +32,14 @@ type Projection struct {
 }
 
 // rule applies one declared event type; E is only known where it was
-// declared, so the rule carries it in closures.
+// declared, so the rule carries it in closures. remove is set for a
+// RemoveOn rule: it returns the ID an event removes, so that Apply
+// removes a run of them set-wise.
 type rule struct {
 	event     string
 	apply     applier
+	remove    func(event any) (id string, ok bool)
+	matches   func(event any) bool
 	subscribe subscriber
 }
 
@@ -83,10 +87,21 @@ func RemoveOn[E any](p *Projection, id func(event E) string) {
 		}
 		return p.list.RemoveTx(ctx, ext, id(e))
 	})
+	p.rules[len(p.rules)-1].remove = func(event any) (string, bool) {
+		e, ok := event.(E)
+		if !ok {
+			return "", false
+		}
+		return id(e), true
+	}
 }
 
 func addRule[E any](p *Projection, apply applier) {
-	p.rules = append(p.rules, rule{event: typeName[E](), apply: apply, subscribe: subscriberFor[E](p, apply)})
+	matches := func(event any) bool {
+		_, ok := event.(E)
+		return ok
+	}
+	p.rules = append(p.rules, rule{event: typeName[E](), apply: apply, matches: matches, subscribe: subscriberFor[E](p, apply)})
 }
 
 func (p *Projection) invalid(err error) {
@@ -100,6 +115,13 @@ func (p *Projection) invalid(err error) {
 // as it was. Events no rule matches are ignored, so an event store can hand
 // over everything it appends. It stops at the first failure, which names the
 // event; in a transaction, roll back.
+//
+// Consecutive removals (events matching [RemoveOn] rules, with no
+// addition between them) are written together, in a statement or two
+// whatever their number, with the effect of removing them one by one —
+// including the completion of items the action of ctx works (see
+// [List.RemoveTx]): applying the events of a batch at once costs a
+// round trip per run rather than per event.
 func (p *Projection) Apply(ctx context.Context, ext sqlx.ExtContext, events ...any) error {
 	if p.err != nil {
 		return p.err
@@ -107,14 +129,47 @@ func (p *Projection) Apply(ctx context.Context, ext sqlx.ExtContext, events ...a
 	if ext == nil {
 		return fmt.Errorf("todolist: projection apply: %w: ext must not be nil", ErrInvalidArgument)
 	}
+	var (
+		removals []string
+		first    string // the event type of the run's first removal
+	)
+	flush := func() error {
+		if len(removals) == 0 {
+			return nil
+		}
+		err := p.list.removeManyTx(ctx, ext, removals)
+		removals = removals[:0]
+		if err != nil {
+			return fmt.Errorf("todolist: project %s onto %q: %w", first, p.list.name, err)
+		}
+		return nil
+	}
 	for _, event := range events {
 		for _, r := range p.rules {
+			if !r.matches(event) {
+				continue
+			}
+			if r.remove != nil {
+				if id, ok := r.remove(event); ok {
+					if err := validateID(id); err != nil {
+						return fmt.Errorf("todolist: project %s onto %q: remove: %w", r.event, p.list.name, err)
+					}
+					if len(removals) == 0 {
+						first = r.event
+					}
+					removals = append(removals, id)
+				}
+				continue
+			}
+			if err := flush(); err != nil {
+				return err
+			}
 			if err := r.apply(ctx, ext, event); err != nil {
 				return fmt.Errorf("todolist: project %s onto %q: %w", r.event, p.list.name, err)
 			}
 		}
 	}
-	return nil
+	return flush()
 }
 
 func typeName[E any]() string {

@@ -2,6 +2,7 @@ package todolist_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -145,4 +146,38 @@ func newBus(t *testing.T) *bus.Bus {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close(context.Background())) })
 	return b
+}
+
+// Applying many events at once, which removes each run of removals in a
+// statement or two, leaves the list as applying them one by one does.
+func TestProjectionAppliesManyEventsAsOneByOne(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
+		ctx := context.Background()
+		one, many := openList(t, db, "one-by-one"), openList(t, db, "at-once")
+		var history []any
+		for i := range 60 {
+			id := fmt.Sprintf("o%02d", i%20)
+			switch i % 7 {
+			case 0, 3:
+				history = append(history, orderInitiated{id, t0.Add(time.Duration(i) * time.Minute)})
+			case 1, 4, 5:
+				history = append(history, orderCancelled{id})
+			case 2:
+				history = append(history, orderCompleted{id})
+			default:
+				history = append(history, "ignored")
+			}
+		}
+		for _, e := range history {
+			require.NoError(t, pendingOrders(one).Apply(ctx, db, e))
+		}
+		require.NoError(t, pendingOrders(many).Apply(ctx, db, history...))
+		require.NotEmpty(t, snapshot(t, one))
+		require.Equal(t, snapshot(t, one), snapshot(t, many))
+
+		err := pendingOrders(many).Apply(ctx, db, orderCancelled{"o01"}, orderCompleted{""})
+		require.ErrorIs(t, err, todolist.ErrInvalidID)
+		require.ErrorContains(t, err, "todolist_test.orderCompleted")
+	})
 }

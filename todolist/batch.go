@@ -1,0 +1,148 @@
+package todolist
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/passage-of-time/passage/tick"
+)
+
+// BatchAction decides a claimed batch at once and returns one outcome per
+// item, in the order given: nil (done), an error whose tree holds a
+// Conflict() bool == true (re-evaluated next tick, no attempt counted), or
+// another error (a failure: backoff, parked after the maximum attempts).
+// Returning a non-nil error as the second value fails every item of the
+// batch (e.g. the transaction could not commit).
+//
+// It is [Action] for many items at once, so that an action can load and
+// decide many aggregates with a statement per batch rather than per item,
+// and commit all their changes in one transaction: each outcome means
+// exactly what an Action's error means for its item (see [Action] and the
+// package documentation, Batches). The second value is every item's
+// outcome, so the conflict rule applies to it too: a conflict there makes
+// every item a conflict. A panic, or a slice whose length is not the
+// batch's, is a failure of every item (the latter wraps
+// [ErrBatchOutcomes]).
+//
+// items are the batch in the order it is worked: earliest due first, then
+// by ID. ctx tells which items the action works, as an Action's does: a
+// removal of any of them with [List.RemoveTx] under ctx, or a context
+// derived from it, counts that item completed in the removal's
+// transaction. Pass ctx on to whatever removes the items.
+type BatchAction func(ctx context.Context, items []Item) ([]error, error)
+
+// NewBatchProcessor returns a processor deciding the due items of list a
+// claimed batch at a time with action, instead of an [Action] per item:
+// claims, leases, the conflict rule, backoff and parking, totals and the
+// [Observer] are those of [NewProcessor], whose defaults and options it
+// takes ([WithBatchSize] bounds what one call of action decides).
+func NewBatchProcessor(list *List, action BatchAction, opts ...ProcessorOption) (*Processor, error) {
+	if list == nil {
+		return nil, fmt.Errorf("todolist: new batch processor: %w", ErrNilList)
+	}
+	if action == nil {
+		return nil, fmt.Errorf("todolist: new batch processor for %q: %w", list.name, ErrNilAction)
+	}
+	return newProcessor(list, nil, action, opts)
+}
+
+// HandleBatch is [Handle] for a [BatchAction]: it returns a handler that
+// works list's due items, a batch per call of action, on every
+// passage-of-time event of type E.
+func HandleBatch[E tick.Event](list *List, action BatchAction, opts ...ProcessorOption) (func(context.Context, E) error, error) {
+	p, err := NewBatchProcessor(list, action, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return Handler[E](p), nil
+}
+
+// workBatch is work for a batch action: the lease is checked once, before
+// the batch starts (the time budget was, before it was claimed); then the
+// action decides every item at once, and each outcome is written as work
+// writes an Action's.
+func (p *Processor) workBatch(ctx context.Context, batch []claimed, done batchDone, res *Result) (batchDone, bool, error) {
+	if len(batch) == 0 {
+		return done, false, nil
+	}
+	if ctx.Err() != nil {
+		return done, false, p.abandon(ctx, done, res, context.Cause(ctx))
+	}
+	if !done.lease.mayStart(p.cfg.clock.Now()) {
+		// As work does for its next item: less than a third of the lease
+		// left, so the batch is released for the next tick.
+		if err := p.release(ctx, done.token, nil, batch, res); err != nil {
+			return done, false, p.abandon(ctx, done, res, err)
+		}
+		return done, true, nil
+	}
+	outcomes := p.runBatch(ctx, batch)
+	for i, it := range batch {
+		if outcomes[i] != nil {
+			continue
+		}
+		done.ids = append(done.ids, it.ID)
+		if p.list.q.claimSets {
+			done.refs = append(done.refs, it.ref)
+			done.versions = append(done.versions, it.version)
+		}
+		res.Done++
+		if p.cfg.observer.Done != nil {
+			p.cfg.observer.Done(p.list.name, it.Item)
+		}
+	}
+	if ctx.Err() != nil {
+		// As for an Action: failures most likely came from the
+		// cancellation, and are not counted.
+		return done, false, p.abandon(ctx, done, res, context.Cause(ctx))
+	}
+	var conflicts []claimed
+	for i, it := range batch {
+		switch err := outcomes[i]; {
+		case err == nil:
+		case isConflict(err):
+			conflicts = append(conflicts, it)
+			res.Conflicts++
+		default:
+			if err := p.fail(ctx, &done, it, err, res); err != nil {
+				return done, false, p.abandon(ctx, done, res, err)
+			}
+		}
+	}
+	if err := p.release(ctx, done.token, conflicts, nil, res); err != nil {
+		return done, false, p.abandon(ctx, done, res, err)
+	}
+	return done, false, nil
+}
+
+// runBatch calls the batch action for batch and returns one outcome per
+// item: the action's, or, for every item, its error, its panic or the
+// wrong number of outcomes. The action's ctx tells [List.RemoveTx] which
+// items it works.
+func (p *Processor) runBatch(ctx context.Context, batch []claimed) []error {
+	items := make([]Item, len(batch))
+	ids := make(map[string]struct{}, len(batch))
+	for i, c := range batch {
+		items[i] = c.Item
+		ids[c.ID] = struct{}{}
+	}
+	ctx = context.WithValue(ctx, workingKey{}, working{list: p.list.name, batch: ids})
+	outcomes, err := func() (outcomes []error, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				outcomes, err = nil, fmt.Errorf("%w: %v", ErrActionPanicked, r)
+			}
+		}()
+		return p.batchAction(ctx, items)
+	}()
+	if err == nil && len(outcomes) != len(batch) {
+		err = fmt.Errorf("%w: %d for a batch of %d items", ErrBatchOutcomes, len(outcomes), len(batch))
+	}
+	if err != nil {
+		outcomes = make([]error, len(batch))
+		for i := range outcomes {
+			outcomes[i] = err
+		}
+	}
+	return outcomes
+}
