@@ -88,5 +88,8 @@ func Register(r *eventstore.Registry) error {
 
 // StreamOf returns the name of the event stream holding the order with id.
 func StreamOf(orderID string) string {
-	return "order-" + orderID
+	return streamPrefix + orderID
 }
+
+// streamPrefix begins the name of every order's stream.
+const streamPrefix = "order-"

@@ -34,6 +34,12 @@ type env struct {
 
 func setup(t testing.TB, backend sqldbtest.Backend) *env {
 	t.Helper()
+	return setupWith(t, backend, ordering.Config{})
+}
+
+// setupWith is setup with cfg's PerOrderTimeouts.
+func setupWith(t testing.TB, backend sqldbtest.Backend, cfg ordering.Config) *env {
+	t.Helper()
 	ctx := context.Background()
 	db, _ := backend.Open(t)
 	e := &env{db: db, clock: clockwork.NewFakeClockAt(start)}
@@ -42,8 +48,9 @@ func setup(t testing.TB, backend sqldbtest.Backend) *env {
 		Parked: func(_ string, _ todolist.Item, err error) { e.fail(err) },
 	}
 	sys, err := ordering.Open(ctx, db.DB, ordering.Config{
-		Clock:     e.clock,
-		Processor: []todolist.ProcessorOption{todolist.WithObserver(observer)},
+		Clock:            e.clock,
+		Processor:        []todolist.ProcessorOption{todolist.WithObserver(observer)},
+		PerOrderTimeouts: cfg.PerOrderTimeouts,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, sys.Close(context.Background())) })

@@ -34,6 +34,50 @@ func InTransaction(p *todolist.Projection) eventstore.TxHook {
 		for i, r := range recorded {
 			events[i] = r.Event
 		}
+		if d, ok := ctx.Value(deferredKey{}).(*deferred); ok {
+			d.add(p, events)
+			return nil
+		}
 		return p.Apply(ctx, tx, events...)
 	}
+}
+
+// deferred collects the events the [InTransaction] hooks are handed during
+// an append of many streams (the event store calls them once per stream),
+// so that each projection applies them all at once before the commit: a
+// statement per run of removals instead of one per order.
+type deferred struct {
+	projections []*todolist.Projection
+	events      [][]any
+}
+
+type deferredKey struct{}
+
+// withDeferred returns a ctx under which InTransaction hooks hand their
+// events to d instead of applying them; the caller must d.apply them in
+// the same transaction before it commits.
+func withDeferred(ctx context.Context, d *deferred) context.Context {
+	return context.WithValue(ctx, deferredKey{}, d)
+}
+
+func (d *deferred) add(p *todolist.Projection, events []any) {
+	for i, q := range d.projections {
+		if q == p {
+			d.events[i] = append(d.events[i], events...)
+			return
+		}
+	}
+	d.projections = append(d.projections, p)
+	d.events = append(d.events, events)
+}
+
+// apply applies what was collected, each projection's events in the order
+// they were appended, on tx.
+func (d *deferred) apply(ctx context.Context, tx sqlx.ExtContext) error {
+	for i, p := range d.projections {
+		if err := p.Apply(ctx, tx, d.events[i]...); err != nil {
+			return err
+		}
+	}
+	return nil
 }

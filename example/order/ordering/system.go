@@ -34,6 +34,11 @@ type Config struct {
 	// Processor holds extra options for the cancel-order processor, such as
 	// todolist.WithBatchSize or todolist.WithObserver.
 	Processor []todolist.ProcessorOption
+	// PerOrderTimeouts makes the System time out each due order in a
+	// transaction of its own ([HandleCancelOrder]) instead of a claimed
+	// batch of them in one ([HandleCancelOrders], the default). Both
+	// decide the same; the batch is many times faster.
+	PerOrderTimeouts bool
 	// Logger reports order changes that were committed but could not be
 	// published on Bus (see [Stats].Unpublished). Default: slog.Default().
 	Logger *slog.Logger
@@ -70,7 +75,8 @@ type Stats struct {
 
 // System is the ordering process wired on one database and bus: the event
 // store with the PendingOrders projection in its append transaction, and
-// [HandleCancelOrder] subscribed to tick.MinuteHasPassed. A tick.Ticker
+// [HandleCancelOrders] (or [HandleCancelOrder], see
+// Config.PerOrderTimeouts) subscribed to tick.MinuteHasPassed. A tick.Ticker
 // publishing to [System.Bus] makes time pass for it.
 //
 // A System is safe for concurrent use.
@@ -143,7 +149,11 @@ func (s *System) wire(ctx context.Context, cfg Config) error {
 	if s.cancel, err = newCanceller(store, s.clock, s.unpublished); err != nil {
 		return err
 	}
-	handler, err := s.cancel.handler(s.pending, cfg.Processor...)
+	handle := s.cancel.batchHandler
+	if cfg.PerOrderTimeouts {
+		handle = s.cancel.handler
+	}
+	handler, err := handle(s.pending, cfg.Processor...)
 	if err != nil {
 		return err
 	}
