@@ -157,3 +157,51 @@ func TestTickerDownForAnHourCatchesUpAndCancelsEachTimedOutOrderOnce(t *testing.
 		e.requireNoFailures(t)
 	})
 }
+
+// A payment lands on one order of a batch between the batch's load and its
+// append: that order's append conflicts and it alone is decided again —
+// paid, it is not cancelled — while the others of the batch are cancelled
+// in the same transaction. The per-order path decides the same.
+func TestAPaymentRacingOneOrderOfABatchFailsNoneOfTheOthers(t *testing.T) {
+	t.Parallel()
+	for _, mode := range timeoutModes {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			forEachBackend(t, func(t *testing.T, backend sqldbtest.Backend) {
+				e := setupWith(t, backend, mode.cfg)
+				var ids []string
+				for range 5 {
+					ids = append(ids, e.place(t, 2*time.Minute))
+				}
+				racing := ids[2]
+				raced := 0
+				ordering.SetBeforeDecide(e.sys, func(ctx context.Context, orderID string) error {
+					if orderID != racing {
+						return nil
+					}
+					raced++
+					_, err := e.sys.Pay(ctx, orderID, 2500)
+					return err
+				})
+
+				e.pass(t, 3*time.Minute)
+
+				require.Equal(t, 1, raced)
+				for _, id := range ids {
+					o, err := e.sys.Order(context.Background(), id)
+					require.NoError(t, err)
+					if id == racing {
+						require.Equal(t, ordering.StatusPaid, o.Status, "the paid order is never cancelled")
+						require.Len(t, e.events(t, id), 2)
+						continue
+					}
+					require.Equal(t, ordering.StatusCancelled, o.Status, id)
+					require.False(t, e.onList(t, id))
+				}
+				require.False(t, e.onList(t, racing), "its timeout decided nothing: done")
+				require.Equal(t, ordering.Stats{TimedOut: 4, Untouched: 1, Conflicts: 1}, e.sys.Stats())
+				e.requireNoFailures(t)
+			})
+		})
+	}
+}
