@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
@@ -194,30 +193,12 @@ func (e *Engine) inbox(ctx context.Context, verb, instance string, event any) er
 // is an instance to replay. Subscribe its handler to the passage of time;
 // several processors (in several processes) share the instances, one
 // instance never on two at once.
+//
+// It wakes a claimed batch of instances at once (wakeBatch): one query
+// for their histories and one transaction for what they recorded and
+// their next wake-ups.
 func (e *Engine) Processor(opts ...todolist.ProcessorOption) (*todolist.Processor, error) {
-	return todolist.NewProcessor(e.list, e.wake, append([]todolist.ProcessorOption{todolist.WithClock(e.clock)}, opts...)...)
-}
-
-// wake replays a due instance: it runs on, then suspends (its wake-up
-// moved), finishes (its item removed) or gets stuck.
-func (e *Engine) wake(ctx context.Context, item todolist.Item) error {
-	history, err := e.store.Load(ctx, streamOf(item.ID), 0)
-	if err != nil {
-		return fmt.Errorf("orchestration: load %s: %w", item.ID, err)
-	}
-	x, fn, err := e.prepare(ctx, item.ID, history)
-	if err != nil || x == nil {
-		return err
-	}
-	out, runErr := callWorkflow(fn, x, x.input)
-	if err := e.finish(ctx, x, out, runErr); err != nil {
-		return err
-	}
-	if x.suspended {
-		return e.suspend(ctx, x.execution)
-	}
-	x.flush()
-	return x.abort // nil: the processor removes the item
+	return todolist.NewBatchProcessor(e.list, e.wakeBatch, append([]todolist.ProcessorOption{todolist.WithClock(e.clock)}, opts...)...)
 }
 
 // loaded is an execution with its function's input.
@@ -316,28 +297,6 @@ func runCompensation(ctx context.Context, c compensation) (err error) {
 		}
 	}()
 	return c.fn(ctx)
-}
-
-// suspend appends what the execution recorded and moves the instance's
-// item to its wake-up, in one transaction.
-func (e *Engine) suspend(ctx context.Context, x *execution) error {
-	if e.fault != nil {
-		if err := e.fault(x.pending); err != nil {
-			return err
-		}
-	}
-	err := e.inTx(ctx, func(tx *sqlx.Tx) error {
-		if len(x.pending) > 0 {
-			if _, err := e.store.AppendTx(ctx, tx, x.stream, eventstore.Exact(x.version), x.pending...); err != nil {
-				return err
-			}
-		}
-		return e.list.AddTx(ctx, tx, x.instance, x.wakeAt)
-	})
-	if err != nil {
-		return fmt.Errorf("orchestration: suspend %s until %s: %w", x.instance, x.wakeAt.Format(time.RFC3339Nano), err)
-	}
-	return nil
 }
 
 // Replay replays an instance's recorded history against the function

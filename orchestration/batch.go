@@ -1,0 +1,95 @@
+package orchestration
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/passage-of-time/passage/eventstore"
+	"github.com/passage-of-time/passage/todolist"
+)
+
+// wakeBatch replays a batch of due instances: their histories are read in
+// one query, each function runs on, and what they recorded is appended,
+// each stream with its own expected version, together with the wake-ups
+// of those that suspended, in one transaction. A conflict on one instance
+// (a signal that landed meanwhile) fails only that one: it is replayed on
+// the next tick. Steps that must be recorded before a later side effect
+// are appended on their own as the function runs, as in wake.
+func (e *Engine) wakeBatch(ctx context.Context, items []todolist.Item) ([]error, error) {
+	streams := make([]string, len(items))
+	for i, it := range items {
+		streams[i] = streamOf(it.ID)
+	}
+	histories, err := e.store.LoadMany(ctx, streams)
+	if err != nil {
+		return nil, fmt.Errorf("orchestration: wake %d instances: %w", len(items), err)
+	}
+	outcomes := make([]error, len(items))
+	var (
+		appends []eventstore.StreamAppend
+		owners  []int // the item of each append
+		done    []*loaded
+	)
+	for i, it := range items {
+		x, fn, err := e.prepare(ctx, it.ID, histories[streams[i]])
+		if err != nil || x == nil {
+			outcomes[i] = err
+			continue
+		}
+		out, runErr := callWorkflow(fn, x, x.input)
+		if err := e.finish(ctx, x, out, runErr); err != nil {
+			outcomes[i] = err
+			continue
+		}
+		if len(x.pending) > 0 {
+			appends = append(appends, eventstore.StreamAppend{Stream: x.stream, Expected: eventstore.Exact(x.version), Events: x.pending})
+			owners = append(owners, i)
+		}
+		done = append(done, x)
+	}
+	if len(appends) == 0 && !anySuspended(done) {
+		return outcomes, nil
+	}
+	if e.fault != nil {
+		for _, a := range appends {
+			if err := e.fault(a.Events); err != nil {
+				return nil, err // a crash before the batch's write: nothing of it is stored
+			}
+		}
+	}
+	err = e.inTx(ctx, func(tx *sqlx.Tx) error {
+		results, err := e.store.AppendManyTx(ctx, tx, appends)
+		if err != nil {
+			return err
+		}
+		conflicted := map[string]bool{}
+		for j, r := range results {
+			if r.Conflict != nil {
+				outcomes[owners[j]] = r.Conflict
+				conflicted[appends[j].Stream] = true
+			}
+		}
+		var wakeups []todolist.NewItem
+		for _, x := range done {
+			if x.suspended && !conflicted[x.stream] {
+				wakeups = append(wakeups, todolist.NewItem{ID: x.instance, Due: x.wakeAt})
+			}
+		}
+		return e.list.AddManyTx(ctx, tx, wakeups)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("orchestration: wake %d instances: %w", len(items), err)
+	}
+	return outcomes, nil
+}
+
+func anySuspended(xs []*loaded) bool {
+	for _, x := range xs {
+		if x.suspended {
+			return true
+		}
+	}
+	return false
+}
