@@ -94,3 +94,17 @@ func (r *Registry) decode(name string, data []byte) (any, error) {
 	}
 	return p.Elem().Interface(), nil
 }
+
+// Encode returns the name event's type is registered under and its JSON,
+// as the store writes them: for exporting events (a workflow's history
+// kept as test data), not for appending.
+func (r *Registry) Encode(event any) (name string, data []byte, err error) {
+	name, data, _, err = r.encode(event)
+	return name, data, err
+}
+
+// Decode turns a registered name and JSON back into a value of the
+// registered type, as the store reads them: for importing exported events.
+func (r *Registry) Decode(name string, data []byte) (any, error) {
+	return r.decode(name, data)
+}

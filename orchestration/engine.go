@@ -318,20 +318,7 @@ func (e *Engine) Replay(ctx context.Context, instance string) error {
 	if !ok {
 		return fmt.Errorf("orchestration: replay %s: %w: %q", instance, ErrUnknownWorkflow, st.Workflow)
 	}
-	x := &execution{engine: e, ctx: ctx, instance: instance, stream: streamOf(instance), history: history, consumed: map[int64]bool{}, replayOnly: true}
-	for _, r := range history {
-		if isDecision(r.Event) {
-			x.decisions = append(x.decisions, r.Event)
-		}
-	}
-	_, _ = callWorkflow(fn, &loaded{x, nil}, history[0].Event.(WorkflowStarted).Input)
-	if x.stuck != nil {
-		return fmt.Errorf("orchestration: replay %s: %w", instance, x.stuck)
-	}
-	if st.State != Running && x.next < len(x.decisions) && x.compensations == nil {
-		return fmt.Errorf("orchestration: replay %s: %w: the code ended before %s", instance, ErrNondeterministic, describe(x.peek()))
-	}
-	return nil
+	return replay(ctx, e, fn, instance, history)
 }
 
 // State is where an instance is.
