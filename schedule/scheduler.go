@@ -248,7 +248,7 @@ func Open(ctx context.Context, db *sqlx.DB, handler Handler, opts ...Option) (*S
 // options (batch size, lease, attempts, backoff) apply to runs: a failing
 // run is retried with backoff and parked after the maximum attempts.
 func (s *Scheduler) Processor(opts ...todolist.ProcessorOption) (*todolist.Processor, error) {
-	return todolist.NewProcessor(s.list, s.fire, append([]todolist.ProcessorOption{todolist.WithClock(s.clock)}, opts...)...)
+	return todolist.NewBatchProcessor(s.list, s.fireBatch, append([]todolist.ProcessorOption{todolist.WithClock(s.clock)}, opts...)...)
 }
 
 // ToDo returns the to-do list that holds each schedule's next slot.
@@ -557,74 +557,36 @@ func (p *plan) skip(at time.Time) {
 	p.skipped++
 }
 
-// fire is the to-do list's action: the schedule item.ID is due.
-func (s *Scheduler) fire(ctx context.Context, item todolist.Item) error {
+// fireBatch is the to-do list's action: the schedules of items are due.
+// They fire in one transaction, each slot under a savepoint of its own,
+// so that a failing handler undoes its own slot only (its item is retried
+// after a backoff) and the batch costs one commit, not one per slot.
+func (s *Scheduler) fireBatch(ctx context.Context, items []todolist.Item) ([]error, error) {
 	now := s.clock.Now()
+	outcomes := make([]error, len(items))
 	var reports []SlotsSkipped
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
 		reports = reports[:0]
-		st, found, err := s.load(ctx, tx, item.ID)
-		if err != nil || !found || st.Paused != 0 {
-			return err // deleted or paused: nothing to fire, the item goes
-		}
-		d, err := s.definition(st)
-		if err != nil {
-			return err
-		}
-		first := item.Due // the slot, unless jitter delayed the item
-		if st.NextSlot != 0 {
-			first = sqldb.DecodeTime(st.NextSlot)
-		}
-		p := s.planFor(d, first, now)
-		if p.skipped > 0 {
-			reports = append(reports, SlotsSkipped{Schedule: st.Name, From: p.skipFrom, To: p.skipTo, Count: p.skipped, Policy: policyName(d.CatchUp)})
-		}
-		if !p.fire.IsZero() && d.Overlap != AllowOverlap {
-			open, err := s.openRuns(ctx, tx, st.Name)
-			if err != nil {
+		for i, item := range items {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT schedule_slot"); err != nil {
 				return err
 			}
-			switch {
-			case open > 0 && d.Overlap == SkipOverlap:
-				reports = append(reports, SlotsSkipped{Schedule: st.Name, From: p.fire, To: p.fire, Count: 1, Policy: "overlap"})
-				p.skipped++
-				p.fire = time.Time{}
-			case open > 0 && d.Overlap == BufferOne:
-				// Keep the slot; look again soon, or when Finish says.
-				if _, err := tx.ExecContext(ctx, tx.Rebind(recordFired), 0, p.skipped, encodeSlot(p.fire), st.Name); err != nil {
-					return err
+			before := len(reports)
+			if err := s.fireIn(ctx, tx, item, now, &reports); err != nil {
+				reports = reports[:before] // rolled back with the slot
+				if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT schedule_slot"); rerr != nil {
+					return rerr
 				}
-				return s.list.AddTx(ctx, tx, st.Name, now.Add(bufferRecheck))
+				outcomes[i] = fmt.Errorf("schedule %q: fire the slot due %s: %w", item.ID, tick.FormatTime(item.Due), err)
 			}
-		}
-		fired := int64(0)
-		if !p.fire.IsZero() && (d.MaxRuns == 0 || st.Runs < int64(d.MaxRuns)) {
-			ran, err := s.run(ctx, tx, st, p.fire, item.Attempts+1)
-			if err != nil {
+			if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT schedule_slot"); err != nil {
 				return err
 			}
-			if ran {
-				fired = 1
-			}
 		}
-		after := p.fire
-		if after.IsZero() {
-			after = now // every slot so far was skipped
-			if overlapped := lastOverlap(reports); !overlapped.IsZero() {
-				after = overlapped
-			}
-		}
-		next := d.nextAfter(after, st.Runs+fired)
-		if _, err := tx.ExecContext(ctx, tx.Rebind(recordFired), fired, p.skipped, encodeSlot(next), st.Name); err != nil {
-			return err
-		}
-		if next.IsZero() {
-			return nil // ended: the processor removes the item
-		}
-		return s.list.AddTx(ctx, tx, st.Name, d.due(next)) // a later due time moves the item
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("schedule %q: fire the slot due %s: %w", item.ID, tick.FormatTime(item.Due), err)
+		return nil, fmt.Errorf("schedule: fire %d slots: %w", len(items), err)
 	}
 	for _, r := range reports {
 		if s.publisher == nil {
@@ -637,7 +599,71 @@ func (s *Scheduler) fire(ctx context.Context, item todolist.Item) error {
 			s.reportFailures.Add(1)
 		}
 	}
-	return nil
+	return outcomes, nil
+}
+
+// fireIn fires the schedule item.ID in tx, adding what it skipped to
+// *reports.
+func (s *Scheduler) fireIn(ctx context.Context, tx *sqlx.Tx, item todolist.Item, now time.Time, reports *[]SlotsSkipped) error {
+	st, found, err := s.load(ctx, tx, item.ID)
+	if err != nil || !found || st.Paused != 0 {
+		return err // deleted or paused: nothing to fire, the item goes
+	}
+	d, err := s.definition(st)
+	if err != nil {
+		return err
+	}
+	first := item.Due // the slot, unless jitter delayed the item
+	if st.NextSlot != 0 {
+		first = sqldb.DecodeTime(st.NextSlot)
+	}
+	p := s.planFor(d, first, now)
+	if p.skipped > 0 {
+		*reports = append(*reports, SlotsSkipped{Schedule: st.Name, From: p.skipFrom, To: p.skipTo, Count: p.skipped, Policy: policyName(d.CatchUp)})
+	}
+	if !p.fire.IsZero() && d.Overlap != AllowOverlap {
+		open, err := s.openRuns(ctx, tx, st.Name)
+		if err != nil {
+			return err
+		}
+		switch {
+		case open > 0 && d.Overlap == SkipOverlap:
+			*reports = append(*reports, SlotsSkipped{Schedule: st.Name, From: p.fire, To: p.fire, Count: 1, Policy: "overlap"})
+			p.skipped++
+			p.fire = time.Time{}
+		case open > 0 && d.Overlap == BufferOne:
+			// Keep the slot; look again soon, or when Finish says.
+			if _, err := tx.ExecContext(ctx, tx.Rebind(recordFired), 0, p.skipped, encodeSlot(p.fire), st.Name); err != nil {
+				return err
+			}
+			return s.list.AddTx(ctx, tx, st.Name, now.Add(bufferRecheck))
+		}
+	}
+	fired := int64(0)
+	if !p.fire.IsZero() && (d.MaxRuns == 0 || st.Runs < int64(d.MaxRuns)) {
+		ran, err := s.run(ctx, tx, st, p.fire, item.Attempts+1)
+		if err != nil {
+			return err
+		}
+		if ran {
+			fired = 1
+		}
+	}
+	after := p.fire
+	if after.IsZero() {
+		after = now // every slot so far was skipped
+		if overlapped := lastOverlap(*reports); !overlapped.IsZero() {
+			after = overlapped
+		}
+	}
+	next := d.nextAfter(after, st.Runs+fired)
+	if _, err := tx.ExecContext(ctx, tx.Rebind(recordFired), fired, p.skipped, encodeSlot(next), st.Name); err != nil {
+		return err
+	}
+	if next.IsZero() {
+		return nil // ended: the processor removes the item
+	}
+	return s.list.AddTx(ctx, tx, st.Name, d.due(next)) // a later due time moves the item
 }
 
 func policyName(p tick.CatchUp) string {

@@ -646,3 +646,45 @@ func TestOverlapPolicies(t *testing.T) {
 	_, err := n.s.Sync(ctx, schedule.Definition{Name: "x", Spec: hourly, Overlap: 7})
 	require.ErrorContains(t, err, "Overlap 7 is not AllowOverlap, SkipOverlap or BufferOne")
 }
+
+// Slots due together fire in one transaction, each under a savepoint: a
+// handler that fails undoes its own slot only.
+func TestAFailingRunSparesTheOthersOfItsBatch(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db, _ := b.Open(t)
+			start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+			clock := clockwork.NewFakeClockAt(start)
+			failed := 0
+			rec := &recorder{fail: func(r schedule.Run) error {
+				if r.Schedule == "b" && failed == 0 {
+					failed++
+					return errors.New("mail server down")
+				}
+				return nil
+			}}
+			n := newNode(t, db.DB, clock, rec)
+			hourly := mustSpec(t)(schedule.Cron("0 * * * *", nil))
+			_, err := n.s.Sync(ctx, schedule.Definition{Name: "a", Spec: hourly}, schedule.Definition{Name: "b", Spec: hourly}, schedule.Definition{Name: "c", Spec: hourly})
+			require.NoError(t, err)
+			clock.Advance(time.Hour)
+			res := n.process(t, clock)
+			require.Equal(t, 3, res.Claimed)
+			require.Equal(t, 1, res.Failed)
+			slot := start.Add(time.Hour)
+			for _, name := range []string{"a", "c"} {
+				equalInstants(t, []time.Time{slot}, n.rec.slots(name), name)
+			}
+			require.Empty(t, n.rec.slots("b"), "its run rolled back with its savepoint")
+			var runs int
+			require.NoError(t, db.GetContext(ctx, &runs, "SELECT COUNT(*) FROM schedule_runs"))
+			require.Equal(t, 2, runs)
+			clock.Advance(2 * time.Second) // past the backoff
+			n.process(t, clock)
+			equalInstants(t, []time.Time{slot}, n.rec.slots("b"), "retried under the same slot")
+		})
+	}
+}
