@@ -268,6 +268,8 @@ type SyncResult struct {
 // waiting out the pending 8 hours. Its runs so far still count toward
 // MaxRuns. A paused schedule stays paused.
 //
+// All the definitions are synced in one transaction: all or none.
+//
 // Stored schedules that are not declared are left alone (another process
 // may declare them, or an operator may have added them); Delete removes
 // one. Schedules this process declares fire by their Spec; others by the
@@ -283,22 +285,36 @@ func (s *Scheduler) Sync(ctx context.Context, defs ...Definition) (SyncResult, e
 			return res, fmt.Errorf("%w: sync: schedule %q is declared twice", ErrInvalidSpec, d.Name)
 		}
 		seen[d.Name] = true
-		outcome, err := s.sync(ctx, d)
-		if err != nil {
-			return res, fmt.Errorf("schedule: sync %q: %w", d.Name, err)
-		}
-		switch outcome {
-		case "added":
-			res.Added = append(res.Added, d.Name)
-		case "changed":
-			res.Changed = append(res.Changed, d.Name)
-		default:
-			res.Unchanged = append(res.Unchanged, d.Name)
-		}
-		s.mu.Lock()
-		s.declared[d.Name] = d
-		s.mu.Unlock()
 	}
+	// One transaction for all of them: a start declaring thousands of
+	// schedules costs one commit, and either all of them are synced or
+	// none.
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		res = SyncResult{}
+		for _, d := range defs {
+			outcome, err := s.sync(ctx, tx, d)
+			if err != nil {
+				return fmt.Errorf("schedule: sync %q: %w", d.Name, err)
+			}
+			switch outcome {
+			case "added":
+				res.Added = append(res.Added, d.Name)
+			case "changed":
+				res.Changed = append(res.Changed, d.Name)
+			default:
+				res.Unchanged = append(res.Unchanged, d.Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return SyncResult{}, err
+	}
+	s.mu.Lock()
+	for _, d := range defs {
+		s.declared[d.Name] = d
+	}
+	s.mu.Unlock()
 	return res, nil
 }
 
@@ -393,10 +409,10 @@ func (s *Scheduler) load(ctx context.Context, q sqlx.QueryerContext, name string
 	return st, err == nil, err
 }
 
-func (s *Scheduler) sync(ctx context.Context, d Definition) (string, error) {
+func (s *Scheduler) sync(ctx context.Context, tx *sqlx.Tx, d Definition) (string, error) {
 	hash := d.hash()
 	outcome := ""
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+	err := func() error {
 		st, found, err := s.load(ctx, tx, d.Name)
 		if err != nil {
 			return err
@@ -428,7 +444,7 @@ func (s *Scheduler) sync(ctx context.Context, d Definition) (string, error) {
 			err = s.list.AddTx(ctx, tx, d.Name, d.due(next))
 		}
 		return err
-	})
+	}()
 	return outcome, err
 }
 
