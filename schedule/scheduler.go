@@ -177,7 +177,8 @@ type Scheduler struct {
 	live      time.Duration
 
 	mu       sync.Mutex
-	declared map[string]Definition // by Sync in this process
+	declared map[string]Definition // by Sync in this process, if their text does not read back
+	specs    map[string]Spec       // read back from stored text (parsed)
 
 	reportFailures atomic.Int64
 }
@@ -225,7 +226,7 @@ func Open(ctx context.Context, db *sqlx.DB, handler Handler, opts ...Option) (*S
 	if db == nil || handler == nil {
 		return nil, errors.New("schedule: open: db and handler must not be nil")
 	}
-	s := &Scheduler{db: db, handler: handler, clock: clockwork.NewRealClock(), live: 2 * time.Minute, declared: map[string]Definition{}}
+	s := &Scheduler{db: db, handler: handler, clock: clockwork.NewRealClock(), live: 2 * time.Minute, declared: map[string]Definition{}, specs: map[string]Spec{}}
 	for _, opt := range opts {
 		if err := opt(s); err != nil {
 			return nil, fmt.Errorf("schedule: open: %w", err)
@@ -310,11 +311,18 @@ func (s *Scheduler) Sync(ctx context.Context, defs ...Definition) (SyncResult, e
 	if err != nil {
 		return SyncResult{}, err
 	}
+	// Memory stays flat in the number of schedules: a definition is kept
+	// only when its stored text does not read back (Easter, unions,
+	// exceptions); the others fire from what is stored, as in any process.
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, d := range defs {
-		s.declared[d.Name] = d
+		if readsBack(d.Spec) {
+			delete(s.declared, d.Name)
+		} else {
+			s.declared[d.Name] = d
+		}
 	}
-	s.mu.Unlock()
 	return res, nil
 }
 
@@ -490,6 +498,38 @@ func (s *Scheduler) inTx(ctx context.Context, f func(tx *sqlx.Tx) error) error {
 	return tx.Commit()
 }
 
+// maxParsed bounds the cache of specs read back from their text.
+const maxParsed = 4096
+
+// parsed returns the spec a stored text reads back to (in the zone the
+// text names), from a small cache: many schedules share their spec, and
+// reading a spec costs more than firing a slot.
+func (s *Scheduler) parsed(text string) (Spec, error) {
+	s.mu.Lock()
+	spec, ok := s.specs[text]
+	s.mu.Unlock()
+	if ok {
+		return spec, nil
+	}
+	spec, err := Parse(text, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.specs) >= maxParsed {
+		clear(s.specs) // simplest bound: start over
+	}
+	s.specs[text] = spec
+	return spec, nil
+}
+
+// readsBack reports whether Parse reads spec's text back to the same spec.
+func readsBack(spec Spec) bool {
+	back, err := Parse(spec.String(), nil)
+	return err == nil && back.String() == spec.String()
+}
+
 // definition returns how to fire a stored schedule: as this process
 // declared it, else from its stored text.
 func (s *Scheduler) definition(st state) (Definition, error) {
@@ -499,7 +539,7 @@ func (s *Scheduler) definition(st state) (Definition, error) {
 	if ok && d.hash() == st.Hash {
 		return d, nil
 	}
-	spec, err := Parse(st.Spec, nil) // the text names its zone
+	spec, err := s.parsed(st.Spec)
 	if err != nil {
 		return Definition{}, fmt.Errorf("schedule %q: its stored spec %q does not read back (declare it with Sync in the process that fires it): %w", st.Name, st.Spec, err)
 	}
