@@ -78,17 +78,8 @@ func (p *Processor) workBatch(ctx context.Context, batch []claimed, done batchDo
 	}
 	outcomes := p.runBatch(ctx, batch)
 	for i, it := range batch {
-		if outcomes[i] != nil {
-			continue
-		}
-		done.ids = append(done.ids, it.ID)
-		if p.list.q.claimSets {
-			done.refs = append(done.refs, it.ref)
-			done.versions = append(done.versions, it.version)
-		}
-		res.Done++
-		if p.cfg.observer.Done != nil {
-			p.cfg.observer.Done(p.list.name, it.Item)
+		if outcomes[i] == nil {
+			p.succeeded(&done, it, res)
 		}
 	}
 	if ctx.Err() != nil {

@@ -506,15 +506,7 @@ func (p *Processor) work(ctx context.Context, batch []claimed, k *keeper, start 
 		}
 		actErr := p.run(ctx, it.Item)
 		if actErr == nil {
-			done.ids = append(done.ids, it.ID)
-			if p.list.q.claimSets {
-				done.refs = append(done.refs, it.ref)
-				done.versions = append(done.versions, it.version)
-			}
-			res.Done++
-			if p.cfg.observer.Done != nil {
-				p.cfg.observer.Done(p.list.name, it.Item)
-			}
+			p.succeeded(&done, it, res)
 		}
 		if ctx.Err() != nil {
 			// A failure most likely came from the cancellation; counting
@@ -576,6 +568,20 @@ func (p *Processor) release(ctx context.Context, token string, conflicts, unstar
 
 // nonNil returns s, or an empty slice for nil: an empty array, not NULL,
 // which a statement can count.
+// succeeded records that an item's action returned nil: the item is settled
+// with its batch, counted and reported.
+func (p *Processor) succeeded(done *batchDone, it claimed, res *Result) {
+	done.ids = append(done.ids, it.ID)
+	if p.list.q.claimSets {
+		done.refs = append(done.refs, it.ref)
+		done.versions = append(done.versions, it.version)
+	}
+	res.Done++
+	if p.cfg.observer.Done != nil {
+		p.cfg.observer.Done(p.list.name, it.Item)
+	}
+}
+
 func nonNil[T any](s []T) []T {
 	if s == nil {
 		return []T{}
