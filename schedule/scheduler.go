@@ -417,42 +417,39 @@ func (s *Scheduler) load(ctx context.Context, q sqlx.QueryerContext, name string
 	return st, err == nil, err
 }
 
+// sync stores one definition in tx and reports "added", "changed" or
+// "unchanged".
 func (s *Scheduler) sync(ctx context.Context, tx *sqlx.Tx, d Definition) (string, error) {
 	hash := d.hash()
-	outcome := ""
-	err := func() error {
-		st, found, err := s.load(ctx, tx, d.Name)
-		if err != nil {
-			return err
+	st, found, err := s.load(ctx, tx, d.Name)
+	if err != nil {
+		return "", err
+	}
+	if found && st.Hash == hash {
+		return "unchanged", nil
+	}
+	next := d.nextAfter(s.clock.Now(), st.Runs)
+	until := int64(0)
+	if !d.Until.IsZero() {
+		until = sqldb.EncodeTime(d.Until)
+	}
+	outcome := "added"
+	if !found {
+		_, err = tx.ExecContext(ctx, tx.Rebind(insertSchedule), d.Name, d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next), int64(d.Jitter), d.Overlap.String())
+	} else {
+		outcome = "changed"
+		if st.Paused != 0 {
+			next = time.Time{}
 		}
-		if found && st.Hash == hash {
-			outcome = "unchanged"
-			return nil
+		_, err = tx.ExecContext(ctx, tx.Rebind(updateDefinition), d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next), int64(d.Jitter), d.Overlap.String(), d.Name)
+		if err == nil {
+			// Remove first: a re-add never brings an item forward.
+			err = s.list.RemoveTx(ctx, tx, d.Name)
 		}
-		next := d.nextAfter(s.clock.Now(), st.Runs)
-		until := int64(0)
-		if !d.Until.IsZero() {
-			until = sqldb.EncodeTime(d.Until)
-		}
-		if !found {
-			outcome = "added"
-			_, err = tx.ExecContext(ctx, tx.Rebind(insertSchedule), d.Name, d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next), int64(d.Jitter), d.Overlap.String())
-		} else {
-			outcome = "changed"
-			if st.Paused != 0 {
-				next = time.Time{}
-			}
-			_, err = tx.ExecContext(ctx, tx.Rebind(updateDefinition), d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next), int64(d.Jitter), d.Overlap.String(), d.Name)
-			if err == nil {
-				// Remove first: a re-add never brings an item forward.
-				err = s.list.RemoveTx(ctx, tx, d.Name)
-			}
-		}
-		if err == nil && !next.IsZero() {
-			err = s.list.AddTx(ctx, tx, d.Name, d.due(next))
-		}
-		return err
-	}()
+	}
+	if err == nil && !next.IsZero() {
+		err = s.list.AddTx(ctx, tx, d.Name, d.due(next))
+	}
 	return outcome, err
 }
 
