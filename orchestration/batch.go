@@ -16,7 +16,7 @@ import (
 // of those that suspended, in one transaction. A conflict on one instance
 // (a signal that landed meanwhile) fails only that one: it is replayed on
 // the next tick. Steps that must be recorded before a later side effect
-// are appended on their own as the function runs, as in wake.
+// are appended on their own as the function runs.
 func (e *Engine) wakeBatch(ctx context.Context, items []todolist.Item) ([]error, error) {
 	streams := make([]string, len(items))
 	for i, it := range items {
@@ -43,7 +43,11 @@ func (e *Engine) wakeBatch(ctx context.Context, items []todolist.Item) ([]error,
 			outcomes[i] = err
 			continue
 		}
-		if len(x.pending) > 0 {
+		// Every instance that writes anything — its events or only its
+		// next wake-up — checks its stream's version: a signal or a cancel
+		// that landed since the load made its item due now, and moving
+		// that item to a later wake-up would hide it.
+		if len(x.pending) > 0 || x.suspended {
 			appends = append(appends, eventstore.StreamAppend{Stream: x.stream, Expected: eventstore.Exact(x.version), Events: x.pending})
 			owners = append(owners, i)
 		}

@@ -67,6 +67,8 @@ type execution struct {
 	retryAt  time.Time
 
 	scratch map[reflect.Type]any // see scratch
+
+	recorded int // decisions recorded live in this execution (see position)
 }
 
 type compensation struct {
@@ -104,14 +106,41 @@ func (x *execution) mismatch(want string) {
 }
 
 func (x *execution) record(e any) {
+	if isDecision(e) {
+		x.recorded++
+	}
 	if !x.replayOnly {
 		x.pending = append(x.pending, e)
 	}
 }
 
+// position is the place of the next decision among all of the
+// instance's decisions: those replayed and those recorded in this
+// execution. It is the same for a call on every replay, which is what an
+// idempotency key needs.
+func (x *execution) position() int { return x.next + x.recorded }
+
+// cancelledHere reports whether a blocking call must give way to a
+// requested cancel: the history holds nothing more for it — nothing at
+// all, or the compensations that ran when a first execution was cancelled
+// at this very call.
+func (x *execution) cancelledHere() bool {
+	if !x.cancel {
+		return false
+	}
+	switch x.peek().(type) {
+	case nil, CompensationCompleted:
+		return true
+	}
+	return false
+}
+
 func (x *execution) now() time.Time { return x.engine.clock.Now() }
 
 func (x *execution) Now() time.Time {
+	if x.stopped() {
+		return time.Time{} // unwinding: nothing more is recorded
+	}
 	if e, ok := x.peek().(NowRecorded); ok {
 		x.next++
 		return e.At
@@ -126,6 +155,9 @@ func (x *execution) Now() time.Time {
 }
 
 func (x *execution) NewID() string {
+	if x.stopped() {
+		return ""
+	}
 	if e, ok := x.peek().(IDRecorded); ok {
 		x.next++
 		return e.ID
@@ -159,6 +191,9 @@ func (x *execution) sleep(until func() time.Time) error {
 	}
 	seq := x.seq
 	x.seq++
+	if x.cancelledHere() {
+		return ErrCancelled
+	}
 	var end time.Time
 	switch e := x.peek().(type) {
 	case TimerScheduled:
@@ -184,6 +219,9 @@ func (x *execution) sleep(until func() time.Time) error {
 		return nil
 	case nil:
 	default:
+		if x.cancelledHere() {
+			return ErrCancelled
+		}
 		x.mismatch("the end of Sleep")
 		return ErrSuspended
 	}
@@ -255,7 +293,8 @@ type StepInfo struct {
 
 // RetryPolicy says how a failing step is retried: up to MaxAttempts
 // attempts in all, waiting Initial, then doubling up to Max, each wait
-// jittered by up to a fifth. Waits are durable delays.
+// jittered by up to a fifth. Waits are durable delays. A zero Initial or
+// a Max below Initial takes DefaultRetry's.
 type RetryPolicy struct {
 	MaxAttempts  int
 	Initial, Max time.Duration
@@ -271,6 +310,14 @@ type StepOption func(*RetryPolicy)
 func WithRetry(p RetryPolicy) StepOption { return func(r *RetryPolicy) { *r = p } }
 
 func (p RetryPolicy) wait(attempt int) time.Duration {
+	// Zero fields mean the default's: a wait of zero would retry at once,
+	// forever.
+	if p.Initial <= 0 {
+		p.Initial = DefaultRetry.Initial
+	}
+	if p.Max < p.Initial {
+		p.Max = max(DefaultRetry.Max, p.Initial)
+	}
 	d := p.Initial
 	for i := 1; i < attempt && d < p.Max; i++ {
 		d *= 2
@@ -355,7 +402,7 @@ func scratch[T any](x *execution) *T {
 // attempts already failed and when the next may run (in x.attempts and
 // x.retryAt).
 func (x *execution) replayStep(name string) (json.RawMessage, bool, error) {
-	x.attempts, x.retryAt, x.stepAt = 0, time.Time{}, x.next
+	x.attempts, x.retryAt, x.stepAt = 0, time.Time{}, x.position()
 	for {
 		switch e := x.peek().(type) {
 		case StepAttemptFailed:
@@ -383,6 +430,9 @@ func (x *execution) replayStep(name string) (json.RawMessage, bool, error) {
 		case nil:
 			return nil, false, nil
 		default:
+			if x.cancelledHere() {
+				return nil, false, ErrCancelled
+			}
 			x.mismatch(fmt.Sprintf("Step %q", name))
 			return nil, false, ErrSuspended
 		}
@@ -474,6 +524,9 @@ func (x *execution) await(signal string, timeout time.Duration) (json.RawMessage
 	}
 	seq := x.seq
 	x.seq++
+	if x.cancelledHere() {
+		return nil, false, ErrCancelled
+	}
 	var until time.Time
 	switch e := x.peek().(type) {
 	case AwaitStarted:
@@ -502,6 +555,9 @@ func (x *execution) await(signal string, timeout time.Duration) (json.RawMessage
 		return nil, false, nil
 	case nil:
 	default:
+		if x.cancelledHere() {
+			return nil, false, ErrCancelled
+		}
 		x.mismatch(fmt.Sprintf("the end of Await %q", signal))
 		return nil, false, ErrSuspended
 	}

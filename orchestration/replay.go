@@ -97,6 +97,12 @@ func replay(ctx context.Context, e *Engine, fn func(*execution, json.RawMessage)
 	st := fold(instance, history)
 	x := &execution{engine: e, ctx: ctx, instance: instance, stream: streamOf(instance), history: history, consumed: map[int64]bool{}, replayOnly: true}
 	for _, r := range history {
+		switch ev := r.Event.(type) {
+		case CancelRequested:
+			x.cancel = true
+		case SignalConsumed:
+			x.consumed[ev.Version] = true
+		}
 		if isDecision(r.Event) {
 			x.decisions = append(x.decisions, r.Event)
 		}
