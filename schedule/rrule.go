@@ -294,6 +294,8 @@ func (c Calendar) Spec() (Spec, error) {
 		return bad("Nth %d needs one weekday, Every Monthly or Yearly, and a value from -5 to 5 (not 0)", c.Nth)
 	case c.ShortMonths == LastDayOfShortMonths && (len(c.MonthDays) != 1 || c.MonthDays[0] < 1):
 		return bad("LastDayOfShortMonths needs exactly one positive day of the month, got %v", c.MonthDays)
+	case c.ShortMonths == LastDayOfShortMonths && c.Every != Monthly:
+		return bad("LastDayOfShortMonths needs Every Monthly (it picks one day per month), got Every %d", c.Every)
 	}
 	for _, d := range c.MonthDays {
 		if d == 0 || d < -31 || d > 31 {
@@ -335,6 +337,11 @@ func (c Calendar) Spec() (Spec, error) {
 		}
 		for _, m := range c.Months {
 			opt.Bymonth = append(opt.Bymonth, int(m))
+		}
+		if c.Every == Yearly && len(c.Months) == 0 {
+			// RFC 5545 takes DTSTART's month only when a rule has no BYxxx
+			// part at all; the doc promises Start's month either way.
+			opt.Bymonth = []int{int(mo)}
 		}
 		for _, wd := range c.Weekdays {
 			w := weekdays[wd]

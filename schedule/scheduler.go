@@ -106,7 +106,10 @@ type Definition struct {
 	// each slot fires up to Jitter after its instant, by an offset
 	// derived from its slot id, so the same slot always gets the same
 	// offset on every replica and every restart. Run.Slot stays the
-	// planned instant. Zero means none; at most MaxInterval.
+	// planned instant. Zero means none; at most MaxInterval. Keep it below
+	// the spacing of the slots: a larger one can bring a later slot's
+	// time before an earlier one's, and the catch-up policy then decides
+	// between them as between missed slots.
 	Jitter time.Duration
 	// Overlap says what a slot does while a run of the schedule is still
 	// open (see ErrStillRunning); AllowOverlap by default.
@@ -570,7 +573,9 @@ func (s *Scheduler) planFor(d Definition, first, now time.Time) plan {
 	}
 	var p plan
 	walked := 0
-	for at := first; !at.IsZero() && !at.After(now) && walked < maxCounted; at = d.Spec.Next(at) {
+	// A slot has come when its due time — the slot plus its jitter — has:
+	// a later slot whose jittered time is still ahead is not missed.
+	for at := first; !at.IsZero() && !d.due(at).After(now) && walked < maxCounted; at = d.Spec.Next(at) {
 		if !d.Until.IsZero() && at.After(d.Until) {
 			break
 		}
@@ -586,12 +591,12 @@ func (s *Scheduler) planFor(d Definition, first, now time.Time) plan {
 	}
 	switch c := d.CatchUp.(type) {
 	case tick.All:
-		for len(slots) > 0 && slots[0].Before(now.Add(-c.Window)) {
+		for len(slots) > 0 && d.due(slots[0]).Before(now.Add(-c.Window)) {
 			p.skip(slots[0])
 			slots = slots[1:]
 		}
 	case tick.Skip:
-		if now.Sub(slots[0]) > s.live {
+		if now.Sub(d.due(slots[0])) > s.live {
 			p.skip(slots[0])
 			slots = nil
 		}
@@ -658,6 +663,7 @@ func (s *Scheduler) fireBatch(ctx context.Context, items []todolist.Item) ([]err
 // fireIn fires the schedule item.ID in tx, adding what it skipped to
 // *reports.
 func (s *Scheduler) fireIn(ctx context.Context, tx *sqlx.Tx, item todolist.Item, now time.Time, reports *[]SlotsSkipped) error {
+	own := len(*reports) // the reports before are other schedules' of the batch
 	st, found, err := s.load(ctx, tx, item.ID)
 	if err != nil || !found || st.Paused != 0 {
 		return err // deleted or paused: nothing to fire, the item goes
@@ -705,7 +711,7 @@ func (s *Scheduler) fireIn(ctx context.Context, tx *sqlx.Tx, item todolist.Item,
 	after := p.fire
 	if after.IsZero() {
 		after = now // every slot so far was skipped
-		if overlapped := lastOverlap(*reports); !overlapped.IsZero() {
+		if overlapped := lastOverlap((*reports)[own:]); !overlapped.IsZero() {
 			after = overlapped
 		}
 	}
@@ -716,7 +722,17 @@ func (s *Scheduler) fireIn(ctx context.Context, tx *sqlx.Tx, item todolist.Item,
 	if next.IsZero() {
 		return nil // ended: the processor removes the item
 	}
-	return s.list.AddTx(ctx, tx, st.Name, d.due(next)) // a later due time moves the item
+	due := d.due(next)
+	if !due.After(item.Due) {
+		// A re-add never brings an item forward, and the item the
+		// processor holds would then be settled and gone: the schedule
+		// would never fire again. Make a new item instead (after Finish
+		// pulled the item to now, a catch-up's next slot is earlier).
+		if err := s.list.RemoveTx(ctx, tx, st.Name); err != nil {
+			return err
+		}
+	}
+	return s.list.AddTx(ctx, tx, st.Name, due) // a later due time moves the item
 }
 
 func policyName(p tick.CatchUp) string {
@@ -943,7 +959,15 @@ func (s *Scheduler) manualRun(ctx context.Context, tx *sqlx.Tx, st state, now ti
 	if _, err := tx.ExecContext(ctx, tx.Rebind(insertRun), r.SlotID, r.RunID, r.Schedule, sqldb.EncodeTime(now), sqldb.EncodeTime(now), 1, 1); err != nil {
 		return Run{}, err
 	}
-	return r, s.callHandler(ctx, tx, r)
+	if err := s.callHandler(ctx, tx, r); err != nil {
+		if !errors.Is(err, ErrStillRunning) {
+			return Run{}, err
+		}
+		if _, err := tx.ExecContext(ctx, tx.Rebind(markRunning), r.RunID); err != nil {
+			return Run{}, err
+		}
+	}
+	return r, nil
 }
 
 // change runs f on a schedule's row in one transaction.
