@@ -443,6 +443,12 @@ func (s *Scheduler) sync(ctx context.Context, tx *sqlx.Tx, d Definition) (string
 		outcome = "changed"
 		if st.Paused != 0 {
 			next = time.Time{}
+		} else if st.NextSlot != 0 && !sqldb.DecodeTime(st.NextSlot).After(s.clock.Now()) {
+			// The old definition's slot had come but not fired yet; the
+			// new one counts from now, so that slot is skipped: say so.
+			if _, err := tx.ExecContext(ctx, tx.Rebind(recordFired), 0, 1, st.NextSlot, d.Name); err != nil {
+				return "", err
+			}
 		}
 		_, err = tx.ExecContext(ctx, tx.Rebind(updateDefinition), d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next), int64(d.Jitter), d.Overlap.String(), d.Name)
 		if err == nil {
