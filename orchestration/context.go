@@ -68,7 +68,8 @@ type execution struct {
 
 	scratch map[reflect.Type]any // see scratch
 
-	recorded int // decisions recorded live in this execution (see position)
+	recorded  int  // decisions recorded live in this execution (see position)
+	sawCancel bool // a call returned ErrCancelled (cancelNow)
 }
 
 type compensation struct {
@@ -119,6 +120,13 @@ func (x *execution) record(e any) {
 // execution. It is the same for a call on every replay, which is what an
 // idempotency key needs.
 func (x *execution) position() int { return x.next + x.recorded }
+
+// cancelNow notes that a call gave way to the requested cancel, so that
+// the instance ends Cancelled even if the function swallows the error.
+func (x *execution) cancelNow() error {
+	x.sawCancel = true
+	return ErrCancelled
+}
 
 // cancelledHere reports whether a blocking call must give way to a
 // requested cancel: the history holds nothing more for it — nothing at
@@ -192,7 +200,7 @@ func (x *execution) sleep(until func() time.Time) error {
 	seq := x.seq
 	x.seq++
 	if x.cancelledHere() {
-		return ErrCancelled
+		return x.cancelNow()
 	}
 	var end time.Time
 	switch e := x.peek().(type) {
@@ -201,7 +209,7 @@ func (x *execution) sleep(until func() time.Time) error {
 		end = e.Until
 	case nil:
 		if x.cancel {
-			return ErrCancelled
+			return x.cancelNow()
 		}
 		end = until()
 		x.record(TimerScheduled{Seq: seq, Until: end})
@@ -220,13 +228,13 @@ func (x *execution) sleep(until func() time.Time) error {
 	case nil:
 	default:
 		if x.cancelledHere() {
-			return ErrCancelled
+			return x.cancelNow()
 		}
 		x.mismatch("the end of Sleep")
 		return ErrSuspended
 	}
 	if x.cancel {
-		return ErrCancelled
+		return x.cancelNow()
 	}
 	if !x.now().Before(end) {
 		// Already over (a replay catching up): go on now, no round trip.
@@ -431,7 +439,7 @@ func (x *execution) replayStep(name string) (json.RawMessage, bool, error) {
 			return nil, false, nil
 		default:
 			if x.cancelledHere() {
-				return nil, false, ErrCancelled
+				return nil, false, x.cancelNow()
 			}
 			x.mismatch(fmt.Sprintf("Step %q", name))
 			return nil, false, ErrSuspended
@@ -442,7 +450,7 @@ func (x *execution) replayStep(name string) (json.RawMessage, bool, error) {
 // runStep runs a step the history does not hold, after replayStep.
 func (x *execution) runStep(name string, fn func(context.Context, StepInfo) (json.RawMessage, error), opts []StepOption) (json.RawMessage, error) {
 	if x.cancel {
-		return nil, ErrCancelled
+		return nil, x.cancelNow()
 	}
 	if x.replayOnly {
 		x.suspend(time.Time{}) // a replay check runs no step
@@ -525,7 +533,7 @@ func (x *execution) await(signal string, timeout time.Duration) (json.RawMessage
 	seq := x.seq
 	x.seq++
 	if x.cancelledHere() {
-		return nil, false, ErrCancelled
+		return nil, false, x.cancelNow()
 	}
 	var until time.Time
 	switch e := x.peek().(type) {
@@ -538,7 +546,7 @@ func (x *execution) await(signal string, timeout time.Duration) (json.RawMessage
 		until = e.Until
 	case nil:
 		if x.cancel {
-			return nil, false, ErrCancelled
+			return nil, false, x.cancelNow()
 		}
 		until = x.now().Add(timeout)
 		x.record(AwaitStarted{Seq: seq, Signal: signal, Until: until})
@@ -556,13 +564,13 @@ func (x *execution) await(signal string, timeout time.Duration) (json.RawMessage
 	case nil:
 	default:
 		if x.cancelledHere() {
-			return nil, false, ErrCancelled
+			return nil, false, x.cancelNow()
 		}
 		x.mismatch(fmt.Sprintf("the end of Await %q", signal))
 		return nil, false, ErrSuspended
 	}
 	if x.cancel {
-		return nil, false, ErrCancelled
+		return nil, false, x.cancelNow()
 	}
 	for _, r := range x.history {
 		if s, ok := r.Event.(SignalReceived); ok && s.Name == signal && !x.consumed[r.Version] {

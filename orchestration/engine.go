@@ -255,6 +255,9 @@ func callWorkflow(fn func(*execution, json.RawMessage) (json.RawMessage, error),
 // side effect). What is pending is for the caller to append, with the
 // wake-up of a suspended instance.
 func (e *Engine) finish(ctx context.Context, x *loaded, out json.RawMessage, runErr error) error {
+	if runErr == nil && x.sawCancel {
+		runErr = ErrCancelled // a cancel the function swallowed still cancels it
+	}
 	switch {
 	case x.abort != nil:
 		return x.abort

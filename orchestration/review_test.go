@@ -164,3 +164,29 @@ func TestARetryPolicyWithoutMaxStillWaits(t *testing.T) {
 	require.Equal(t, time.Second, RetryPolicy{MaxAttempts: 5, Initial: time.Second}.wait(1).Truncate(time.Second))
 	require.Positive(t, RetryPolicy{MaxAttempts: 5}.wait(3))
 }
+
+// A function that swallows ErrCancelled still ends Cancelled, with its
+// compensations run, as Cancel promises.
+func TestASwallowedCancelStillCancels(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := sqldbtest.SQLite(t)
+	clock := clockwork.NewFakeClockAt(t0)
+	undone := 0
+	w := newWorld(t, db.DB, clock, func(e *Engine) {
+		require.NoError(t, Register(e, "stubborn", func(ctx Context, _ int) (int, error) {
+			Compensate(ctx, "undo", func(context.Context) error { undone++; return nil })
+			_ = ctx.Sleep(24 * time.Hour) // the error is ignored
+			return 1, nil
+		}))
+	})
+	_, err := Start(ctx, w.e, "stubborn", "s", 0)
+	require.NoError(t, err)
+	w.tick()
+	require.NoError(t, w.e.Cancel(ctx, "s"))
+	w.tick()
+	st, err := w.e.Status(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, Cancelled, st.State)
+	require.Equal(t, 1, undone)
+}
