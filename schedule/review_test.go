@@ -112,3 +112,29 @@ func TestAChangeCountsTheSlotItDrops(t *testing.T) {
 	require.Equal(t, int64(1), states[0].Skipped, "the 10:00 slot is counted as skipped")
 	require.True(t, states[0].Next.Equal(time.Date(2026, 5, 2, 10, 0, 0, 0, time.UTC)), "%s", states[0].Next)
 }
+
+// An EXDATE or RDATE written as a local time of the rule's zone stands
+// for that wall time, also in a gap: it excludes, or adds, the slot RFC
+// 5545 places there.
+func TestDatesInAGapMatchTheRulesOccurrences(t *testing.T) {
+	t.Parallel()
+	ex, err := schedule.RRule("DTSTART;TZID=Europe/Warsaw:20260327T023000\nRRULE:FREQ=DAILY;COUNT=4\nEXDATE;TZID=Europe/Warsaw:20260329T023000", nil)
+	require.NoError(t, err)
+	warsaw, _ := time.LoadLocation("Europe/Warsaw")
+	var got []string
+	for at := ex.Next(time.Date(2026, 3, 27, 0, 0, 0, 0, warsaw)); !at.IsZero(); at = ex.Next(at) {
+		got = append(got, at.In(warsaw).Format(time.RFC3339))
+	}
+	require.Equal(t, []string{"2026-03-27T02:30:00+01:00", "2026-03-28T02:30:00+01:00", "2026-03-30T02:30:00+02:00"}, got, "the 29th, in the gap, is excluded")
+
+	rd, err := schedule.RRule("DTSTART;TZID=America/New_York:20260301T120000\nRRULE:FREQ=DAILY;COUNT=1\nRDATE;TZID=America/New_York:20260308T023000", nil)
+	require.NoError(t, err)
+	newYork, _ := time.LoadLocation("America/New_York")
+	extra := rd.Next(time.Date(2026, 3, 2, 0, 0, 0, 0, newYork))
+	require.Equal(t, "2026-03-08T03:30:00-04:00", extra.In(newYork).Format(time.RFC3339), "02:30 in the gap, with the offset before it")
+
+	utc, err := schedule.RRule("DTSTART;TZID=Europe/Warsaw:20260301T120000\nRRULE:FREQ=DAILY;COUNT=1\nRDATE:20261025T013000Z", nil)
+	require.NoError(t, err)
+	at := utc.Next(time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC))
+	require.Equal(t, "2026-10-25T01:30:00Z", at.UTC().Format(time.RFC3339), "a UTC instant in the fold's second pass stays itself")
+}

@@ -103,21 +103,67 @@ func RRule(text string, loc *time.Location) (Spec, error) {
 			} else {
 				name, value, _ = strings.Cut(line, ":")
 			}
-			ts, err := rrule.StrToDatesInLoc(value, zone)
+			walls, instants, err := readDates(value, zone)
 			if err != nil {
 				return nil, fmt.Errorf("%w: recurrence line %q: %v", ErrInvalidSpec, line, err)
 			}
-			for _, t := range ts {
-				if strings.EqualFold(name, "RDATE") {
-					set.RDate(asWall(t, zone))
+			rdate := strings.EqualFold(name, "RDATE")
+			for _, w := range walls {
+				if rdate {
+					set.RDate(w)
 				} else {
-					set.ExDate(asWall(t, zone))
+					set.ExDate(w)
+				}
+			}
+			for _, at := range instants {
+				if rdate {
+					spec.rdates = append(spec.rdates, at)
+				} else {
+					set.ExDate(asWall(at, zone)) // an instant's wall time: its occurrence
 				}
 			}
 		}
 		spec.sets = append(spec.sets, set)
 	}
 	return spec, nil
+}
+
+// readDates reads an RDATE or EXDATE value, "[TZID=Zone:]t1,t2,…". A
+// local time in the rule's own zone (no TZID, or the same one) is a wall
+// time on the floating wall clock, taken as it is written — never through
+// time.Date, which would move a time in a gap — so it matches the rule's
+// occurrence of the same wall time. A UTC time (…Z) or one in another
+// zone is an instant, kept as one: a wall time could not tell the two
+// passes of a repeated hour apart.
+func readDates(value string, zone *time.Location) (walls, instants []time.Time, err error) {
+	in := zone
+	if rest, ok := strings.CutPrefix(value, "TZID="); ok {
+		name, times, found := strings.Cut(rest, ":")
+		if !found {
+			return nil, nil, fmt.Errorf("TZID %q is not followed by a time", rest)
+		}
+		l, err := time.LoadLocation(name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("TZID %s is not a time zone of the zone database", name)
+		}
+		in, value = l, times
+	}
+	for _, v := range strings.Split(value, ",") {
+		local, utc := strings.CutSuffix(strings.TrimSpace(v), "Z")
+		t, err := time.Parse(rrule.LocalDateTimeFormat, local)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s is not a date and time such as 20260101T093000", v)
+		}
+		switch {
+		case utc:
+			instants = append(instants, t)
+		case in.String() != zone.String():
+			instants = append(instants, resolveRFC5545(t.Unix(), in))
+		default:
+			walls = append(walls, t)
+		}
+	}
+	return walls, instants, nil
 }
 
 // readDTStart returns DTSTART's zone (its TZID, UTC for a time ending in
@@ -160,9 +206,10 @@ func asWall(t time.Time, loc *time.Location) time.Time {
 }
 
 type rruleSpec struct {
-	sets []*rrule.Set // on the floating wall clock
-	loc  *time.Location
-	text string
+	sets   []*rrule.Set // on the floating wall clock
+	rdates []time.Time  // RDATEs given as instants (UTC or another zone)
+	loc    *time.Location
+	text   string
 }
 
 func (r rruleSpec) String() string { return r.text }
@@ -175,6 +222,11 @@ func (r rruleSpec) Next(t time.Time) time.Time {
 	for _, set := range r.sets {
 		if n := r.next(set, t); !n.IsZero() && (best.IsZero() || n.Before(best)) {
 			best = n
+		}
+	}
+	for _, at := range r.rdates {
+		if at.After(t) && (best.IsZero() || at.Before(best)) {
+			best = at.In(r.loc)
 		}
 	}
 	return best
