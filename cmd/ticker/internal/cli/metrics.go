@@ -85,11 +85,7 @@ func (m *metrics) handler(ticker *tick.Ticker, db *sqldb.DB, clock clockwork.Clo
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		m.write(w)
-		tables, err := tablesIn(r.Context(), db, db.Dialect)
-		var lists []todolist.ListStats
-		if err == nil {
-			lists, err = readListStats(r.Context(), db, tables, clock.Now())
-		}
+		lists, err := todolist.ReadStats(r.Context(), db, clock.Now())
 		if err != nil {
 			fmt.Fprintf(w, "# to-do lists unavailable: %v\n", err)
 			return

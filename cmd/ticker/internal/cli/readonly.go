@@ -15,16 +15,14 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
-	"github.com/passage-of-time/passage/tick"
-	"github.com/passage-of-time/passage/todolist"
 )
 
-// The state readers below are what "status" and /metrics show. They only
-// read: tick.NewSQLStore and todolist.AllStats migrate the schema first,
-// which takes the write lock (SQLite waits behind any writer for its busy
-// timeout) and creates tables in a database that has none. So the SQL
-// reading tick's and todolist's tables is repeated here, read-only, and
-// every table is checked for before it is queried.
+// What "status" and /metrics show is read by the packages' inspection
+// functions (tick.ReadCursors, todolist.ReadStats, dashboard.ReadStatus),
+// which never migrate: tick.NewSQLStore and todolist.AllStats migrate the
+// schema first, which takes the write lock (SQLite waits behind any
+// writer for its busy timeout) and creates tables in a database that has
+// none. This file opens databases for them read-only.
 
 // readOnlyBusyTimeout bounds how long a read waits for a lock. In WAL mode
 // readers never wait for writers; the timeout only matters for a database
@@ -150,91 +148,6 @@ func tablesIn(ctx context.Context, q queryer, dialect sqldb.Dialect) (map[string
 		tables[n] = true
 	}
 	return tables, nil
-}
-
-// readCursors is tick.SQLStore.Cursors without the migration; no table, no
-// cursors.
-func readCursors(ctx context.Context, q queryer, tables map[string]bool) (map[tick.Unit]time.Time, error) {
-	out := map[tick.Unit]time.Time{}
-	if !tables["tick_cursors"] {
-		return out, nil
-	}
-	var rows []struct {
-		Unit     string `db:"unit"`
-		Boundary int64  `db:"boundary"`
-	}
-	if err := sqlx.SelectContext(ctx, q, &rows, `SELECT unit, boundary FROM tick_cursors`); err != nil {
-		return nil, fmt.Errorf("read cursors: %w", err)
-	}
-	for _, r := range rows {
-		out[tick.Unit(r.Unit)] = sqldb.DecodeTime(r.Boundary)
-	}
-	return out, nil
-}
-
-// readLease is tick.SQLStore.Lease without the migration.
-func readLease(ctx context.Context, q queryer, tables map[string]bool) (tick.Lease, error) {
-	if !tables["tick_lease"] {
-		return tick.Lease{}, nil
-	}
-	var row struct {
-		Holder  string `db:"holder"`
-		Term    int64  `db:"term"`
-		Expires int64  `db:"expires_at"`
-	}
-	err := sqlx.GetContext(ctx, q, &row, q.Rebind(`SELECT holder, term, expires_at FROM tick_lease WHERE name = ?`), "ticker")
-	if errors.Is(err, sql.ErrNoRows) {
-		return tick.Lease{}, nil
-	}
-	if err != nil {
-		return tick.Lease{}, fmt.Errorf("read lease: %w", err)
-	}
-	return tick.Lease{Holder: row.Holder, Term: row.Term, Expires: sqldb.DecodeTime(row.Expires)}, nil
-}
-
-// listStatsQuery is todolist's statistics query over every list: per list,
-// its items aggregated and its totals; each list has at most one row on
-// each side of the union, so MAX picks the counted value.
-const listStatsQuery = `SELECT list, MAX(pending), MAX(due), MAX(parked), MIN(oldest), MAX(completed), MAX(failures), MAX(parkings)
-FROM (
-	SELECT list, COUNT(*) - COALESCE(SUM(parked), 0) AS pending,
-		COALESCE(SUM(CASE WHEN parked = 0 AND due <= ? THEN 1 ELSE 0 END), 0) AS due,
-		COALESCE(SUM(parked), 0) AS parked,
-		MIN(CASE WHEN parked = 0 AND due <= ? THEN due END) AS oldest,
-		0 AS completed, 0 AS failures, 0 AS parkings
-	FROM todolist_items GROUP BY list
-	UNION ALL
-	SELECT list, 0, 0, 0, NULL, completed, failures, parkings FROM todolist_counters
-) AS s GROUP BY list ORDER BY list`
-
-// readListStats is todolist.AllStats without the migration; no tables, no
-// lists.
-func readListStats(ctx context.Context, q queryer, tables map[string]bool, now time.Time) ([]todolist.ListStats, error) {
-	if !tables["todolist_items"] || !tables["todolist_counters"] {
-		return nil, nil
-	}
-	at := sqldb.EncodeTime(now)
-	rows, err := q.QueryContext(ctx, q.Rebind(listStatsQuery), at, at)
-	if err != nil {
-		return nil, fmt.Errorf("read to-do lists: %w", err)
-	}
-	defer rows.Close()
-	var all []todolist.ListStats
-	for rows.Next() {
-		var ls todolist.ListStats
-		var oldest sql.NullInt64
-		if err := rows.Scan(&ls.Name, &ls.Pending, &ls.Due, &ls.Parked, &oldest, &ls.Completed, &ls.Failures, &ls.Parkings); err != nil {
-			return nil, fmt.Errorf("read to-do lists: %w", err)
-		}
-		if oldest.Valid {
-			ls.OldestDue = sqldb.DecodeTime(oldest.Int64)
-		}
-		all = append(all, ls)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read to-do lists: %w", err)
-	}
-	return all, nil
 }
 
 // hasState reports whether tables include any of passage's ticker or

@@ -6,50 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"text/tabwriter"
-	"time"
 
-	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
+	"github.com/passage-of-time/passage/dashboard"
 	"github.com/passage-of-time/passage/tick"
 )
-
-// statusReport is what "ticker status --json" prints; its instants are
-// sink.Times, lossless like the events.
-type statusReport struct {
-	Now      sink.Time    `json:"now"`
-	Warnings []string     `json:"warnings"`
-	Units    []unitStatus `json:"units"`
-	Lease    *leaseStatus `json:"lease"`
-	Lists    []listStatus `json:"todo_lists"`
-}
-
-type unitStatus struct {
-	Unit   tick.Unit  `json:"unit"`
-	Cursor *sink.Time `json:"cursor"`
-	Next   sink.Time  `json:"next_boundary"`
-	Behind int        `json:"behind"` // boundaries in (cursor, now], capped at behindCap
-}
-
-type leaseStatus struct {
-	Holder  string    `json:"holder"`
-	Term    int64     `json:"term"`
-	Expires sink.Time `json:"expires"`
-	Live    bool      `json:"live"`
-}
-
-type listStatus struct {
-	Name      string     `json:"name"`
-	Pending   int        `json:"pending"`
-	Due       int        `json:"due_now"`
-	Parked    int        `json:"parked"`
-	OldestDue *sink.Time `json:"oldest_due"`
-	Lag       string     `json:"lag"`
-	Completed int64      `json:"completed_total"`
-	Failures  int64      `json:"failures_total"`
-}
-
-// behindCap bounds how far status counts missed boundaries, so a cursor
-// years behind costs nothing to display.
-const behindCap = 100000
 
 func statusCommand(ctx context.Context, env Env, args []string) error {
 	fs := newFlagSet(env, "status", "[--db passage.db] [--tz UTC] [--json]")
@@ -74,47 +34,11 @@ func statusCommand(ctx context.Context, env Env, args []string) error {
 	if !hasState(tables) {
 		return fmt.Errorf("--db %s: %w", redact(*dsn), errNoState)
 	}
-	now := env.clock().Now().In(loc)
-	// Empty lists, not null, so JSON consumers can iterate without checks.
-	report := statusReport{Now: sink.Time{Time: now}, Warnings: []string{}, Units: []unitStatus{}, Lists: []listStatus{}}
-
-	cursors, err := readCursors(ctx, tx, tables)
+	// The same function serves the dashboard's /api/status, so the two
+	// never differ.
+	report, err := dashboard.ReadStatus(ctx, tx, env.clock().Now(), loc)
 	if err != nil {
 		return err
-	}
-	for _, u := range tick.Units() {
-		c, ok := cursors[u]
-		if !ok {
-			continue
-		}
-		c = c.In(loc)
-		if !tick.Previous(u, c, loc).Equal(c) {
-			// The ticker ran in another zone: next boundaries computed
-			// here would be wrong, so say so rather than mislead.
-			report.Warnings = append(report.Warnings, fmt.Sprintf(
-				"the %s cursor %s is not on a boundary of unit %s in %s: pass the --tz the ticker runs with", u, tick.FormatTime(c), u, loc))
-		}
-		report.Units = append(report.Units, unitStatus{Unit: u, Cursor: sink.TimeOf(c), Next: sink.Time{Time: tick.Next(u, c, loc)}, Behind: behind(u, c, now, loc)})
-	}
-	lease, err := readLease(ctx, tx, tables)
-	if err != nil {
-		return err
-	}
-	if lease.Holder != "" {
-		report.Lease = &leaseStatus{Holder: lease.Holder, Term: lease.Term, Expires: sink.Time{Time: lease.Expires.In(loc)}, Live: lease.Expires.After(now)}
-	}
-	lists, err := readListStats(ctx, tx, tables, now)
-	if err != nil {
-		return err
-	}
-	for _, l := range lists {
-		s := listStatus{Name: l.Name, Pending: l.Pending, Due: l.Due, Parked: l.Parked, Lag: "-", Completed: l.Completed, Failures: l.Failures}
-		if !l.OldestDue.IsZero() {
-			oldest := l.OldestDue.In(loc)
-			s.OldestDue = sink.TimeOf(oldest)
-			s.Lag = now.Sub(oldest).Round(time.Second).String()
-		}
-		report.Lists = append(report.Lists, s)
 	}
 
 	if *asJSON {
@@ -125,17 +49,7 @@ func statusCommand(ctx context.Context, env Env, args []string) error {
 	return printStatus(env, report)
 }
 
-func behind(u tick.Unit, cursor, now time.Time, loc *time.Location) int {
-	n := 0
-	for range tick.Boundaries(u, cursor, now, loc) {
-		if n++; n >= behindCap {
-			break
-		}
-	}
-	return n
-}
-
-func printStatus(env Env, r statusReport) error {
+func printStatus(env Env, r dashboard.Status) error {
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "now %s\n\n", tick.FormatTime(r.Now.Time))
 	for _, w := range r.Warnings {
@@ -147,7 +61,7 @@ func printStatus(env Env, r statusReport) error {
 		fmt.Fprintln(tw, "UNIT\tCURSOR\tNEXT BOUNDARY\tBEHIND")
 		for _, u := range r.Units {
 			behind := strconv.Itoa(u.Behind)
-			if u.Behind >= behindCap {
+			if u.Behind >= dashboard.BehindCap {
 				behind += "+"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Unit, tick.FormatTime(u.Cursor.Time), tick.FormatTime(u.Next.Time), behind)

@@ -1,0 +1,169 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/todolist"
+)
+
+// Querier is what the dashboard reads through: a *sqlx.DB, or a *sqlx.Tx
+// for a consistent snapshot (as "ticker status" reads).
+type Querier interface {
+	sqlx.QueryerContext
+	Rebind(string) string
+	DriverName() string
+}
+
+// Status is what /api/status returns and "ticker status --json" prints:
+// the same type, read by the same function ([ReadStatus]). Its instants
+// are [Time]s, lossless.
+type Status struct {
+	Now      Time         `json:"now"`
+	Warnings []string     `json:"warnings"`
+	Units    []UnitStatus `json:"units"`
+	Lease    *LeaseStatus `json:"lease"`
+	Lists    []ListStatus `json:"todo_lists"`
+}
+
+// UnitStatus is one ticker unit's cursor: the last boundary emitted.
+type UnitStatus struct {
+	Unit   tick.Unit `json:"unit"`
+	Cursor *Time     `json:"cursor"`
+	// Next is the boundary after the cursor: the next one to emit.
+	Next Time `json:"next_boundary"`
+	// Behind counts the boundaries in (cursor, now], capped at BehindCap.
+	Behind int `json:"behind"`
+}
+
+// LeaseStatus is the lease that elects the one emitting ticker.
+type LeaseStatus struct {
+	Holder  string `json:"holder"`
+	Term    int64  `json:"term"`
+	Expires Time   `json:"expires"`
+	Live    bool   `json:"live"`
+}
+
+// ListStatus is one to-do list's counts, as todolist.Stats has them.
+type ListStatus struct {
+	Name      string `json:"name"`
+	Pending   int    `json:"pending"`
+	Due       int    `json:"due_now"`
+	Parked    int    `json:"parked"`
+	OldestDue *Time  `json:"oldest_due"`
+	// Lag is how long the oldest due item has waited, rounded to the
+	// second; "-" when nothing is due.
+	Lag       string `json:"lag"`
+	Completed int64  `json:"completed_total"`
+	Failures  int64  `json:"failures_total"`
+}
+
+// BehindCap bounds how far [ReadStatus] counts missed boundaries, so a
+// cursor years behind costs nothing to display.
+const BehindCap = 100000
+
+// ReadStatus reads the ticker's cursors and lease and every to-do list's
+// counts at now, showing instants in loc. It only reads (no migration, no
+// write lock), and a database the ticker never ran on reads as empty. A
+// cursor that is not on a boundary of its unit in loc (the ticker ran in
+// another zone) adds a warning instead of a wrong next boundary.
+func ReadStatus(ctx context.Context, q Querier, now time.Time, loc *time.Location) (Status, error) {
+	now = now.In(loc)
+	// Empty lists, not null, so JSON consumers can iterate without checks.
+	report := Status{Now: Time{now}, Warnings: []string{}, Units: []UnitStatus{}, Lists: []ListStatus{}}
+	cursors, err := tick.ReadCursors(ctx, q)
+	if err != nil {
+		return Status{}, err
+	}
+	for _, u := range tick.Units() {
+		c, ok := cursors[u]
+		if !ok {
+			continue
+		}
+		c = c.In(loc)
+		if !tick.Previous(u, c, loc).Equal(c) {
+			// The ticker ran in another zone: next boundaries computed
+			// here would be wrong, so say so rather than mislead.
+			report.Warnings = append(report.Warnings, fmt.Sprintf(
+				"the %s cursor %s is not on a boundary of unit %s in %s: pass the --tz the ticker runs with", u, tick.FormatTime(c), u, loc))
+		}
+		report.Units = append(report.Units, UnitStatus{Unit: u, Cursor: TimeOf(c), Next: Time{tick.Next(u, c, loc)}, Behind: behind(u, c, now, loc)})
+	}
+	lease, err := tick.ReadLease(ctx, q)
+	if err != nil {
+		return Status{}, err
+	}
+	if lease.Holder != "" {
+		report.Lease = &LeaseStatus{Holder: lease.Holder, Term: lease.Term, Expires: Time{lease.Expires.In(loc)}, Live: lease.Expires.After(now)}
+	}
+	lists, err := todolist.ReadStats(ctx, q, now)
+	if err != nil {
+		return Status{}, err
+	}
+	for _, l := range lists {
+		report.Lists = append(report.Lists, listStatus(l, now, loc))
+	}
+	return report, nil
+}
+
+func listStatus(l todolist.ListStats, now time.Time, loc *time.Location) ListStatus {
+	s := ListStatus{Name: l.Name, Pending: l.Pending, Due: l.Due, Parked: l.Parked, Lag: "-", Completed: l.Completed, Failures: l.Failures}
+	if !l.OldestDue.IsZero() {
+		oldest := l.OldestDue.In(loc)
+		s.OldestDue = TimeOf(oldest)
+		s.Lag = now.Sub(oldest).Round(time.Second).String()
+	}
+	return s
+}
+
+func behind(u tick.Unit, cursor, now time.Time, loc *time.Location) int {
+	n := 0
+	for range tick.Boundaries(u, cursor, now, loc) {
+		if n++; n >= BehindCap {
+			break
+		}
+	}
+	return n
+}
+
+// Time is an instant whose JSON form is lossless: RFC 3339 with the
+// offset's seconds when it has any (tick.FormatTime). encoding/json
+// writes a time.Time with time.RFC3339Nano, which prints local mean time
+// such as Africa/Monrovia's -00:44:30 as -00:44, naming another instant.
+type Time struct{ time.Time }
+
+// MarshalJSON implements json.Marshaler with tick.AppendTime.
+func (t Time) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, len(tick.LayoutSecondsOffset)+2)
+	b = append(b, '"')
+	b = tick.AppendTime(b, t.Time)
+	return append(b, '"'), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler with tick.ParseTime.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return fmt.Errorf("dashboard: time %s is not a JSON string", b)
+	}
+	parsed, err := tick.ParseTime(string(b[1 : len(b)-1]))
+	if err != nil {
+		return err
+	}
+	t.Time = parsed
+	return nil
+}
+
+// TimeOf returns t as a *Time; the zero time is nil (JSON null).
+func TimeOf(t time.Time) *Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &Time{t}
+}

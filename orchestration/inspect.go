@@ -1,0 +1,230 @@
+package orchestration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/passage-of-time/passage/eventstore"
+	"github.com/passage-of-time/passage/internal/sqldb"
+)
+
+// Inspection: read-only functions for status pages, dashboards and the
+// command line. Unlike [New] they never migrate, so they take no write
+// lock and create nothing; a database without the event store's table
+// reads as holding no instances. They read through a [Querier], so
+// several reads can share one transaction.
+
+// Querier is what the inspection functions read through: a *sqlx.DB, or
+// a *sqlx.Tx for a consistent snapshot of several reads.
+type Querier interface {
+	sqlx.QueryerContext
+	Rebind(string) string
+	DriverName() string
+}
+
+// eventsTable is the event store's table, read here directly so that
+// reading creates nothing (eventstore.Open migrates).
+const eventsTable = "eventstore_events"
+
+// streamPrefix starts the name of every instance's stream.
+const streamPrefix = "workflow/"
+
+// HistoryEvent is one event of an instance's history as stored.
+type HistoryEvent struct {
+	// Version is the event's place in the history, from 1.
+	Version int64
+	// Type is the stored type name, e.g. "orchestration.StepCompleted".
+	Type string
+	// Data is the event as stored, JSON.
+	Data json.RawMessage
+	// RecordedAt is when the event was appended.
+	RecordedAt time.Time
+	// Event is the decoded event (a WorkflowStarted, a StepCompleted…), or
+	// nil for a type this package does not know (written by a newer one).
+	Event any
+}
+
+// decoder decodes stored events by their type names; built once, since
+// the registry is fixed.
+var decoder = func() *eventstore.Registry {
+	r, err := registry()
+	if err != nil {
+		panic(err) // a programming error: the names are constants
+	}
+	return r
+}()
+
+func decodeHistoryEvent(typ string, data []byte, at, version int64) HistoryEvent {
+	h := HistoryEvent{Version: version, Type: typ, Data: append(json.RawMessage(nil), data...), RecordedAt: sqldb.DecodeTime(at)}
+	if e, err := decoder.Decode(typ, data); err == nil {
+		h.Event = e
+	}
+	return h
+}
+
+// hasEvents reports whether q sees the event store's table.
+func hasEvents(ctx context.Context, q Querier) (bool, error) {
+	tables, err := sqldb.Tables(ctx, q)
+	return tables[eventsTable], err
+}
+
+// ReadHistory returns an instance's history in order, without migrating;
+// an instance never started has none.
+func ReadHistory(ctx context.Context, q Querier, instance string) ([]HistoryEvent, error) {
+	if err := checkID(instance); err != nil {
+		return nil, err
+	}
+	ok, err := hasEvents(ctx, q)
+	if err != nil || !ok {
+		return nil, wrapInspect("read the history of "+instance, err)
+	}
+	rows, err := q.QueryContext(ctx, q.Rebind(`SELECT version, type, data, recorded_at FROM `+eventsTable+` WHERE stream = ? ORDER BY version`), streamOf(instance))
+	if err != nil {
+		return nil, wrapInspect("read the history of "+instance, err)
+	}
+	defer rows.Close()
+	var out []HistoryEvent
+	for rows.Next() {
+		var (
+			version, at int64
+			typ         string
+			data        []byte
+		)
+		if err := rows.Scan(&version, &typ, &data, &at); err != nil {
+			return nil, wrapInspect("read the history of "+instance, err)
+		}
+		out = append(out, decodeHistoryEvent(typ, data, at, version))
+	}
+	return out, wrapInspect("read the history of "+instance, rows.Err())
+}
+
+// StatusOf folds a history into its instance's status, as [Engine.Status]
+// does.
+func StatusOf(instance string, history []HistoryEvent) Status {
+	recorded := make([]eventstore.Recorded, len(history))
+	for i, h := range history {
+		recorded[i] = eventstore.Recorded{Version: h.Version, Event: h.Event}
+	}
+	return fold(instance, recorded)
+}
+
+// InstanceQuery selects the instances [ReadInstances] returns.
+type InstanceQuery struct {
+	// After is the instance ID the page starts after ("" from the first):
+	// pages are by ID, keyset, never by offset.
+	After string
+	// State keeps only the instances in that state; "" keeps all.
+	State State
+	// Limit is the most instances returned, 1 to MaxInstancesRead.
+	Limit int
+}
+
+// MaxInstancesRead bounds the instances [ReadInstances] returns at once.
+const MaxInstancesRead = 1000
+
+// ReadInstances returns the status of the instances after q.After, by
+// ID, at most q.Limit of them, keeping those in q.State; more is true when
+// instances remain after the last one returned. It reads the histories
+// stream by stream, holding one at a time.
+func ReadInstances(ctx context.Context, q Querier, query InstanceQuery) (statuses []Status, more bool, err error) {
+	if query.Limit <= 0 || query.Limit > MaxInstancesRead {
+		return nil, false, fmt.Errorf("orchestration: read instances: limit %d must be 1 to %d", query.Limit, MaxInstancesRead)
+	}
+	ok, err := hasEvents(ctx, q)
+	if err != nil || !ok {
+		return nil, false, wrapInspect("read instances", err)
+	}
+	// Streams sort by name within the prefix, so "stream > after" is the
+	// keyset; the prefix's upper bound ('/' + 1 is '0') keeps the walk on
+	// workflow streams.
+	rows, err := q.QueryContext(ctx, q.Rebind(`SELECT stream, version, type, data, recorded_at FROM `+eventsTable+`
+WHERE stream > ? AND stream < ? ORDER BY stream, version`), streamOf(query.After), "workflow0")
+	if err != nil {
+		return nil, false, wrapInspect("read instances", err)
+	}
+	defer rows.Close()
+	var (
+		current string
+		history []HistoryEvent
+	)
+	flush := func() {
+		if current == "" {
+			return
+		}
+		if st := StatusOf(current, history); query.State == "" || st.State == query.State {
+			statuses = append(statuses, st)
+		}
+		history = history[:0]
+	}
+	for rows.Next() {
+		var (
+			stream, typ string
+			version, at int64
+			data        []byte
+		)
+		if err := rows.Scan(&stream, &version, &typ, &data, &at); err != nil {
+			return nil, false, wrapInspect("read instances", err)
+		}
+		id := strings.TrimPrefix(stream, streamPrefix)
+		if id != current {
+			flush()
+			if len(statuses) == query.Limit {
+				return statuses, true, nil
+			}
+			current = id
+		}
+		history = append(history, decodeHistoryEvent(typ, data, at, version))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, wrapInspect("read instances", err)
+	}
+	flush()
+	if len(statuses) > query.Limit {
+		return statuses[:query.Limit], true, nil
+	}
+	return statuses, false, nil
+}
+
+// CountInstances counts the instances in each state, from the events
+// that end them alone, so it costs one pass over an index-sized summary
+// rather than every history.
+func CountInstances(ctx context.Context, q Querier) (map[State]int, error) {
+	counts := map[State]int{Running: 0, Completed: 0, Failed: 0, Cancelled: 0, Stuck: 0}
+	ok, err := hasEvents(ctx, q)
+	if err != nil || !ok {
+		return counts, wrapInspect("count instances", err)
+	}
+	var rows []struct {
+		Type string `db:"type"`
+		N    int    `db:"n"`
+	}
+	err = sqlx.SelectContext(ctx, q, &rows, q.Rebind(`SELECT type, COUNT(*) AS n FROM `+eventsTable+`
+WHERE stream > ? AND stream < ? AND (version = 1 OR type IN (?, ?, ?, ?)) GROUP BY type`),
+		streamPrefix, "workflow0", "orchestration.Completed", "orchestration.Failed", "orchestration.Cancelled", "orchestration.Stuck")
+	if err != nil {
+		return counts, wrapInspect("count instances", err)
+	}
+	ended := map[string]State{"orchestration.Completed": Completed, "orchestration.Failed": Failed, "orchestration.Cancelled": Cancelled, "orchestration.Stuck": Stuck}
+	for _, r := range rows {
+		if st, ok := ended[r.Type]; ok {
+			counts[st] += r.N
+			counts[Running] -= r.N
+		}
+		if r.Type == "orchestration.Started" {
+			counts[Running] += r.N
+		}
+	}
+	return counts, nil
+}
+
+func wrapInspect(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("orchestration: %s: %w", what, err)
+}

@@ -1,0 +1,168 @@
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
+)
+
+// Inspection: read-only functions for status pages and dashboards. Unlike
+// [Open] they never migrate, so they take no write lock and create
+// nothing; a database without the package's tables reads as holding no
+// schedules. They read through a [Querier], so several reads can share one
+// transaction.
+
+// Querier is what the inspection functions read through: a *sqlx.DB, or a
+// *sqlx.Tx for a consistent snapshot of several reads.
+type Querier interface {
+	sqlx.QueryerContext
+	Rebind(string) string
+	DriverName() string
+}
+
+// Stored is a schedule as [ReadSchedules] reports it: its [State] and
+// what a page shows beside it.
+type Stored struct {
+	State
+	// Zone is the zone the spec's slots fall in (a cron's CRON_TZ, a
+	// rule's TZID, an interval's anchor), UTC when the stored text does not
+	// read back; Next is shown in it.
+	Zone *time.Location
+	// MaxRuns and Until end the schedule (zero: no end).
+	MaxRuns int
+	Until   time.Time
+	// CatchUp names the policy for missed slots.
+	CatchUp string
+	// Open counts the runs started and not finished (see ErrStillRunning).
+	Open int
+}
+
+// RunRecord is a recorded run of a schedule.
+type RunRecord struct {
+	RunID, SlotID, Schedule string
+	// Slot is the instant the run was planned for; FiredAt when it fired.
+	Slot, FiredAt time.Time
+	Attempt       int
+	// Manual is true for a run started by Trigger.
+	Manual bool
+	// Finished is false while a run whose handler returned
+	// ErrStillRunning waits for Finish.
+	Finished bool
+}
+
+// Outcome names how the run stands: "running" until it is finished,
+// then "fired" — or "fired (attempt n)" when earlier attempts failed and
+// were rolled back — and "triggered" for a manual run.
+func (r RunRecord) Outcome() string {
+	switch {
+	case !r.Finished:
+		return "running"
+	case r.Manual:
+		return "triggered"
+	case r.Attempt > 1:
+		return fmt.Sprintf("fired (attempt %d)", r.Attempt)
+	}
+	return "fired"
+}
+
+// ReadSchedules returns every stored schedule, by name, without
+// migrating.
+func ReadSchedules(ctx context.Context, q Querier) ([]Stored, error) {
+	tables, err := sqldb.Tables(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("schedule: read schedules: %w", err)
+	}
+	if !tables["schedule_schedules"] || !tables["schedule_runs"] {
+		return nil, nil
+	}
+	var rows []state
+	if err := sqlx.SelectContext(ctx, q, &rows, selectSchedules); err != nil {
+		return nil, fmt.Errorf("schedule: read schedules: %w", err)
+	}
+	var open []struct {
+		Schedule string `db:"schedule"`
+		N        int    `db:"n"`
+	}
+	if err := sqlx.SelectContext(ctx, q, &open, `SELECT schedule, COUNT(*) AS n FROM schedule_runs WHERE finished = 0 GROUP BY schedule`); err != nil {
+		return nil, fmt.Errorf("schedule: read schedules: %w", err)
+	}
+	openBy := make(map[string]int, len(open))
+	for _, o := range open {
+		openBy[o.Schedule] = o.N
+	}
+	out := make([]Stored, len(rows))
+	for i, r := range rows {
+		s := Stored{
+			State:   State{Name: r.Name, Spec: r.Spec, Command: r.Command, Paused: r.Paused != 0, Runs: r.Runs, Skipped: r.Skipped},
+			Zone:    zoneOf(r.Spec),
+			MaxRuns: r.MaxRuns, CatchUp: r.CatchUp, Open: openBy[r.Name],
+		}
+		if r.NextSlot != 0 {
+			s.Next = sqldb.DecodeTime(r.NextSlot).In(s.Zone)
+		}
+		if r.Until != 0 {
+			s.Until = sqldb.DecodeTime(r.Until).In(s.Zone)
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// zoneOf is the zone a stored spec's slots are in: the location of the
+// slots it yields, which every spec gives in its own zone.
+func zoneOf(text string) *time.Location {
+	spec, err := Parse(text, nil)
+	if err != nil {
+		return time.UTC
+	}
+	// Any instant will do; a spec that has ended yields none.
+	if next := spec.Next(time.Unix(0, 0)); !next.IsZero() {
+		return next.Location()
+	}
+	return time.UTC
+}
+
+// MaxRunsRead bounds the runs [ReadRuns] returns at once.
+const MaxRunsRead = 1000
+
+// ReadRuns returns the latest runs of a schedule, newest slot first, at
+// most limit; a schedule without runs, or unknown, has none.
+func ReadRuns(ctx context.Context, q Querier, name string, limit int) ([]RunRecord, error) {
+	if limit <= 0 || limit > MaxRunsRead {
+		return nil, fmt.Errorf("schedule: read runs of %q: limit %d must be 1 to %d", name, limit, MaxRunsRead)
+	}
+	tables, err := sqldb.Tables(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("schedule: read runs of %q: %w", name, err)
+	}
+	if !tables["schedule_runs"] {
+		return nil, nil
+	}
+	var rows []struct {
+		SlotID   string `db:"slot_id"`
+		RunID    string `db:"run_id"`
+		Schedule string `db:"schedule"`
+		Slot     int64  `db:"slot"`
+		FiredAt  int64  `db:"fired_at"`
+		Attempt  int    `db:"attempt"`
+		Manual   int    `db:"manual"`
+		Finished int    `db:"finished"`
+	}
+	// The index (schedule, slot) serves the order; fired_at breaks the
+	// ties of manual runs, whose slot is their firing instant.
+	err = sqlx.SelectContext(ctx, q, &rows, q.Rebind(`SELECT slot_id, run_id, schedule, slot, fired_at, attempt, manual, finished
+FROM schedule_runs WHERE schedule = ? ORDER BY slot DESC, fired_at DESC LIMIT ?`), name, limit)
+	if err != nil {
+		return nil, fmt.Errorf("schedule: read runs of %q: %w", name, err)
+	}
+	out := make([]RunRecord, len(rows))
+	for i, r := range rows {
+		out[i] = RunRecord{RunID: r.RunID, SlotID: r.SlotID, Schedule: r.Schedule, Slot: sqldb.DecodeTime(r.Slot), FiredAt: sqldb.DecodeTime(r.FiredAt),
+			Attempt: r.Attempt, Manual: r.Manual != 0, Finished: r.Finished != 0}
+	}
+	return out, nil
+}
