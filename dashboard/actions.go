@@ -1,0 +1,213 @@
+package dashboard
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/passage-of-time/passage/orchestration"
+	"github.com/passage-of-time/passage/schedule"
+	"github.com/passage-of-time/passage/todolist"
+)
+
+// Errors an action answers with; each is matched to a status code.
+var (
+	// ErrReadOnly refuses every action of a dashboard without an admin
+	// token (403).
+	ErrReadOnly = errors.New("dashboard: read-only: no admin token is configured (start it with --admin-token or PASSAGE_ADMIN_TOKEN to allow actions)")
+	// ErrNotAdmin refuses an action whose request does not prove it
+	// knows the admin token (403).
+	ErrNotAdmin = errors.New("dashboard: forbidden: log in with the admin token, or send it as Authorization: Bearer <token>")
+)
+
+// actionFunc does one action and says what it did, for the log and the
+// page it returns to; code is the HTTP status of a refusal.
+type actionFunc func(r *http.Request) (done string, back string, code int, err error)
+
+// action wraps an actionFunc: refuse without a token or without proof of
+// it, then log what was asked and how it ended.
+func (d *Dashboard) action(f actionFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case d.token == "":
+			d.logger.Warn("dashboard: action refused: read-only", "path", r.URL.Path, "remote", r.RemoteAddr)
+			d.fail(w, r, http.StatusForbidden, ErrReadOnly)
+			return
+		case !d.admin(r):
+			d.logger.Warn("dashboard: action refused: not admin", "path", r.URL.Path, "remote", r.RemoteAddr)
+			d.fail(w, r, http.StatusForbidden, ErrNotAdmin)
+			return
+		}
+		done, back, code, err := f(r)
+		if err != nil {
+			d.logger.Warn("dashboard: action failed", "path", r.URL.Path, "remote", r.RemoteAddr, "error", err)
+			d.fail(w, r, code, err)
+			return
+		}
+		d.logger.Info("dashboard: action", "path", r.URL.Path, "remote", r.RemoteAddr, "done", done)
+		if isAPI(r) {
+			writeJSON(w, http.StatusOK, map[string]string{"done": done})
+			return
+		}
+		http.Redirect(w, r, back+"?done="+url.QueryEscape(done), http.StatusSeeOther)
+	})
+}
+
+// login checks the token a browser posts and sets the session cookie:
+// HttpOnly (scripts never see it) and SameSite=Strict (no other site's
+// request carries it).
+func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
+	if d.token == "" {
+		d.fail(w, r, http.StatusForbidden, ErrReadOnly)
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(d.token)) != 1 {
+		d.logger.Warn("dashboard: login refused", "remote", r.RemoteAddr)
+		d.fail(w, r, http.StatusForbidden, errors.New("dashboard: wrong admin token"))
+		return
+	}
+	d.logger.Info("dashboard: login", "remote", r.RemoteAddr)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: d.sessionValue(), Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, localPath(r.PostFormValue("back")), http.StatusSeeOther)
+}
+
+func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, localPath(r.PostFormValue("back")), http.StatusSeeOther)
+}
+
+// localPath keeps a redirect on this site: anything but a plain path
+// ("//evil", "https://…") goes to the start page.
+func localPath(p string) string {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
+		return "/"
+	}
+	return p
+}
+
+func (d *Dashboard) reactivate(r *http.Request) (string, string, int, error) {
+	name, id := r.PathValue("name"), r.PostFormValue("id")
+	back := "/lists/" + url.PathEscape(name)
+	l, err := todolist.Open(r.Context(), d.db, name)
+	if err != nil {
+		return "", back, http.StatusNotFound, err
+	}
+	if err := l.Reactivate(r.Context(), id); err != nil {
+		if errors.Is(err, todolist.ErrNotFound) || errors.Is(err, todolist.ErrInvalidID) {
+			return "", back, http.StatusNotFound, err
+		}
+		return "", back, http.StatusInternalServerError, err
+	}
+	return fmt.Sprintf("re-activated %s in %s", id, name), back, 0, nil
+}
+
+// refuseTriggers is the handler of the scheduler the dashboard opens when
+// it was given none: nobody would receive a triggered run's command.
+func refuseTriggers(context.Context, *sqlx.Tx, schedule.Run) error {
+	return errors.New("dashboard: this dashboard has no handler for triggered runs (pass WithScheduler)")
+}
+
+func (d *Dashboard) schedules(ctx context.Context) (*schedule.Scheduler, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.scheduler == nil {
+		s, err := schedule.Open(ctx, d.db, refuseTriggers, schedule.WithClock(d.clock))
+		if err != nil {
+			return nil, err
+		}
+		d.scheduler = s
+	}
+	return d.scheduler, nil
+}
+
+func (d *Dashboard) scheduleAction(r *http.Request) (string, string, int, error) {
+	name, verb := r.PathValue("name"), r.PathValue("verb")
+	const back = "/schedules"
+	s, err := d.schedules(r.Context())
+	if err != nil {
+		return "", back, http.StatusInternalServerError, err
+	}
+	switch verb {
+	case "pause":
+		err = s.Pause(r.Context(), name)
+	case "resume":
+		err = s.Resume(r.Context(), name)
+	case "trigger":
+		var run schedule.Run
+		if run, err = s.Trigger(r.Context(), name); err == nil {
+			return fmt.Sprintf("triggered %s: run %s", name, run.RunID), back, 0, nil
+		}
+	default:
+		return "", back, http.StatusNotFound, fmt.Errorf("no schedule action %q: want pause, resume or trigger", verb)
+	}
+	if errors.Is(err, schedule.ErrUnknownSchedule) {
+		return "", back, http.StatusNotFound, err
+	}
+	if err != nil {
+		return "", back, http.StatusInternalServerError, err
+	}
+	return fmt.Sprintf("%sd %s", strings.TrimSuffix(verb, "e"), name), back, 0, nil
+}
+
+func (d *Dashboard) engineFor(ctx context.Context) (*orchestration.Engine, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.engine == nil {
+		e, err := orchestration.New(ctx, d.db, orchestration.WithClock(d.clock))
+		if err != nil {
+			return nil, err
+		}
+		d.engine = e
+	}
+	return d.engine, nil
+}
+
+func (d *Dashboard) workflowAction(r *http.Request) (string, string, int, error) {
+	id, verb := r.PathValue("id"), r.PathValue("verb")
+	back := "/workflows/" + url.PathEscape(id)
+	history, err := orchestration.ReadHistory(r.Context(), d.db, id)
+	if err != nil || len(history) == 0 {
+		return "", back, http.StatusNotFound, fmt.Errorf("no workflow instance %q", id)
+	}
+	if st := orchestration.StatusOf(id, history); st.State != orchestration.Running {
+		// The engine would append it all the same, and nothing would
+		// ever read it.
+		return "", back, http.StatusConflict, fmt.Errorf("%s is %s: nothing would %s it", id, st.State, verb)
+	}
+	e, err := d.engineFor(r.Context())
+	if err != nil {
+		return "", back, http.StatusInternalServerError, err
+	}
+	switch verb {
+	case "signal":
+		name := strings.TrimSpace(r.PostFormValue("name"))
+		if name == "" {
+			return "", back, http.StatusBadRequest, errors.New("signal: the signal's name is empty")
+		}
+		var payload any
+		if p := strings.TrimSpace(r.PostFormValue("payload")); p != "" {
+			if !json.Valid([]byte(p)) {
+				return "", back, http.StatusBadRequest, fmt.Errorf("signal %s: payload %q is not JSON", name, p)
+			}
+			payload = json.RawMessage(p)
+		}
+		if err := e.Signal(r.Context(), id, name, payload); err != nil {
+			return "", back, http.StatusInternalServerError, err
+		}
+		return fmt.Sprintf("signalled %s to %s", name, id), back, 0, nil
+	case "cancel":
+		if err := e.Cancel(r.Context(), id); err != nil {
+			return "", back, http.StatusInternalServerError, err
+		}
+		return "cancel requested for " + id, back, 0, nil
+	}
+	return "", back, http.StatusNotFound, fmt.Errorf("no workflow action %q: want signal or cancel", verb)
+}

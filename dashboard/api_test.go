@@ -1,0 +1,169 @@
+package dashboard_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/dashboard"
+)
+
+func get(t *testing.T, u string, into any) int {
+	t.Helper()
+	res, err := http.Get(u)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	if into != nil && res.StatusCode == http.StatusOK {
+		require.NoError(t, json.Unmarshal(body, into), string(body))
+	}
+	return res.StatusCode
+}
+
+func TestAPIStatusIsReadStatus(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t)
+	var got dashboard.Status
+	require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/status", &got))
+	want, err := dashboard.ReadStatus(context.Background(), f.db.DB, f.clock.Now(), time.UTC)
+	require.NoError(t, err)
+	wantJSON, _ := json.Marshal(want)
+	gotJSON, _ := json.Marshal(got)
+	require.JSONEq(t, string(wantJSON), string(gotJSON))
+	require.Equal(t, "replica-a", got.Lease.Holder)
+	require.EqualValues(t, 3, got.Lease.Term)
+}
+
+func TestAPIPagesAListByKeyset(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t)
+	var seen []string
+	next := ""
+	for {
+		var page struct {
+			Items []struct{ ID string } `json:"items"`
+			Next  string                `json:"next"`
+		}
+		require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/lists/pending-orders/items?limit=7&after="+url.QueryEscape(next), &page))
+		for _, it := range page.Items {
+			seen = append(seen, it.ID)
+		}
+		if next = page.Next; next == "" {
+			break
+		}
+	}
+	require.Len(t, seen, 40) // the parked one is on its own page
+	require.Equal(t, "order-000", seen[0])
+	require.Equal(t, "order-039", seen[39])
+
+	var parked struct {
+		Items []struct {
+			ID        string `json:"id"`
+			LastError string `json:"last_error"`
+		} `json:"items"`
+	}
+	require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/lists/pending-orders/items?parked=1", &parked))
+	require.Len(t, parked.Items, 1)
+	require.Equal(t, "order-broken", parked.Items[0].ID)
+	require.Contains(t, parked.Items[0].LastError, "502 Bad Gateway")
+}
+
+func TestAPIBadInputIsNamed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t)
+	for _, c := range []struct {
+		path string
+		code int
+		says string
+	}{
+		{"/api/lists/no-such-list", 404, `no to-do list named "no-such-list"`},
+		{"/api/lists/no-such-list/items", 404, `no to-do list named "no-such-list"`},
+		{"/lists/no-such-list", 404, `no to-do list named "no-such-list"`},
+		{"/api/lists/pending-orders/items?after=garbage", 400, "invalid page cursor"},
+		{"/lists/pending-orders?after=12.%21%21", 400, "invalid page cursor"},
+		{"/api/lists/pending-orders/items?limit=0", 400, "?limit=0"},
+		{"/api/workflows?state=sleepy", 400, "?state=sleepy"},
+		{"/api/workflows/nobody", 404, `no workflow instance "nobody"`},
+		{"/workflows/nobody", 404, `no workflow instance "nobody"`},
+		{"/api/schedules/nothing/runs", 404, `no schedule named "nothing"`},
+	} {
+		res, err := http.Get(srv.URL + c.path)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.Equal(t, c.code, res.StatusCode, c.path)
+		text := string(body)
+		if strings.HasPrefix(c.path, "/api/") {
+			var e struct{ Error string }
+			require.NoError(t, json.Unmarshal(body, &e), text)
+			text = e.Error
+		}
+		require.Contains(t, text, c.says, c.path)
+	}
+}
+
+func TestActionsNeedTheTokenAndTheSameOrigin(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	readOnly := f.serve(t)
+	writable := f.serve(t, dashboard.WithAdminToken(testToken))
+	post := func(base, path, bearer string, header map[string]string) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(""))
+		require.NoError(t, err)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(body)
+	}
+	code, body := post(readOnly.URL, "/schedules/poll/pause", testToken, nil)
+	require.Equal(t, http.StatusForbidden, code)
+	require.Contains(t, body, "read-only")
+	code, body = post(writable.URL, "/schedules/poll/pause", "", nil)
+	require.Equal(t, http.StatusForbidden, code)
+	require.Contains(t, body, "forbidden")
+	code, _ = post(writable.URL, "/schedules/poll/pause", "wrong-token-wrong-token", nil)
+	require.Equal(t, http.StatusForbidden, code)
+	// A browser's cross-site POST is refused even with the token.
+	code, _ = post(writable.URL, "/schedules/poll/pause", testToken, map[string]string{"Sec-Fetch-Site": "cross-site"})
+	require.Equal(t, http.StatusForbidden, code)
+	code, _ = post(writable.URL, "/schedules/poll/pause", testToken, map[string]string{"Origin": "https://evil.example"})
+	require.Equal(t, http.StatusForbidden, code)
+	stored := schedules(t, f)
+	require.False(t, stored["poll"], "a refused pause paused poll")
+
+	code, body = post(writable.URL, "/schedules/poll/pause", testToken, nil)
+	require.Equal(t, http.StatusOK, code, body)
+	require.True(t, schedules(t, f)["poll"])
+	code, body = post(writable.URL, "/schedules/nothing/pause", testToken, nil)
+	require.Equal(t, http.StatusNotFound, code, body)
+}
+
+// schedules reads which schedules are paused.
+func schedules(t *testing.T, f *fixture) map[string]bool {
+	t.Helper()
+	all, err := f.scheduler.List(context.Background())
+	require.NoError(t, err)
+	out := map[string]bool{}
+	for _, s := range all {
+		out[s.Name] = s.Paused
+	}
+	return out
+}

@@ -1,0 +1,295 @@
+package dashboard
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/passage-of-time/passage/orchestration"
+	"github.com/passage-of-time/passage/schedule"
+	"github.com/passage-of-time/passage/tick"
+)
+
+//go:embed assets templates
+var files embed.FS
+
+// ErrInvalidOption is returned by [New] for an option with an unusable
+// value.
+var ErrInvalidOption = errors.New("dashboard: invalid option")
+
+// Dashboard serves the pages and the JSON API; it is an http.Handler.
+// It is safe for concurrent use.
+type Dashboard struct {
+	db        *sqlx.DB
+	clock     clockwork.Clock
+	loc       *time.Location
+	token     string
+	logger    *slog.Logger
+	scheduler *schedule.Scheduler
+	engine    *orchestration.Engine
+	counts    func() map[tick.Unit]TickerCounts
+	refresh   time.Duration
+	lag       *lagHistory
+	every     time.Duration
+	pages     map[string]*template.Template
+	handler   http.Handler
+
+	mu      sync.Mutex
+	stop    context.CancelFunc
+	stopped chan struct{}
+}
+
+// TickerCounts is what a running ticker counted for one unit since its
+// process started (its observer's figures): the dashboard shows them when
+// given through [WithTickerCounts].
+type TickerCounts struct {
+	Emitted, Skipped, PublishFailures int64
+}
+
+// Option configures a [Dashboard]; an unusable value makes [New] fail
+// with [ErrInvalidOption].
+type Option func(*Dashboard) error
+
+// WithClock sets the clock "now" is read from (default: the real clock).
+func WithClock(c clockwork.Clock) Option {
+	return func(d *Dashboard) error {
+		if c == nil {
+			return fmt.Errorf("%w: clock must not be nil", ErrInvalidOption)
+		}
+		d.clock = c
+		return nil
+	}
+}
+
+// WithLocation sets the zone times are shown in and the ticker's
+// boundaries computed in (default UTC); schedules' next slots are shown
+// in their own zones.
+func WithLocation(loc *time.Location) Option {
+	return func(d *Dashboard) error {
+		if loc == nil {
+			return fmt.Errorf("%w: location must not be nil", ErrInvalidOption)
+		}
+		d.loc = loc
+		return nil
+	}
+}
+
+// WithAdminToken allows the actions that change something — re-activate
+// a parked item, pause, resume and trigger a schedule, signal and cancel
+// a workflow — to requests that prove they know token. Without it (or
+// with ""), the dashboard is read-only: no action is offered and every
+// action is refused with 403. A token shorter than 16 bytes is refused:
+// it would be guessed.
+func WithAdminToken(token string) Option {
+	return func(d *Dashboard) error {
+		if token != "" && len(token) < 16 {
+			return fmt.Errorf("%w: the admin token must be at least 16 bytes, it has %d", ErrInvalidOption, len(token))
+		}
+		d.token = token
+		return nil
+	}
+}
+
+// WithScheduler lets the dashboard pause, resume and trigger schedules
+// through s (whose handler receives triggered runs). Without it, and
+// with an admin token, the dashboard opens a scheduler of its own whose
+// handler refuses triggered runs.
+func WithScheduler(s *schedule.Scheduler) Option {
+	return func(d *Dashboard) error {
+		d.scheduler = s
+		return nil
+	}
+}
+
+// WithEngine lets the dashboard signal and cancel workflow instances
+// through e. Without it, and with an admin token, the dashboard opens an
+// engine of its own on the database (signals and cancels only append to
+// an instance's history and wake it; no workflow needs registering).
+func WithEngine(e *orchestration.Engine) Option {
+	return func(d *Dashboard) error {
+		d.engine = e
+		return nil
+	}
+}
+
+// WithLogger sets where actions are logged (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(d *Dashboard) error {
+		if l == nil {
+			return fmt.Errorf("%w: logger must not be nil", ErrInvalidOption)
+		}
+		d.logger = l
+		return nil
+	}
+}
+
+// WithTickerCounts shows, on the tickers page, what the ticker running
+// in this process counted (ticks emitted, skipped, failed to publish):
+// counts is called at each view. The database does not keep them, so a
+// dashboard without a ticker beside it ("ticker serve") shows none.
+func WithTickerCounts(counts func() map[tick.Unit]TickerCounts) Option {
+	return func(d *Dashboard) error {
+		d.counts = counts
+		return nil
+	}
+}
+
+// WithRefresh sets how often pages reload themselves (default 10s;
+// 0 turns it off).
+func WithRefresh(every time.Duration) Option {
+	return func(d *Dashboard) error {
+		if every < 0 {
+			return fmt.Errorf("%w: refresh %s must not be negative", ErrInvalidOption, every)
+		}
+		d.refresh = every
+		return nil
+	}
+}
+
+// WithLagSampling sets how often [Dashboard.Start] samples the lag for
+// the lag chart (default 30s) and how many samples it keeps in memory
+// (default 240: two hours). The history is the running process's own: it
+// starts empty at each start.
+func WithLagSampling(every time.Duration, keep int) Option {
+	return func(d *Dashboard) error {
+		if every <= 0 || keep < 2 {
+			return fmt.Errorf("%w: lag sampling every %s keeping %d: want a positive period and at least 2 samples", ErrInvalidOption, every, keep)
+		}
+		d.every, d.lag = every, newLagHistory(keep)
+		return nil
+	}
+}
+
+// New returns the dashboard of the passage state in db. It only reads
+// unless [WithAdminToken] is given; reading never migrates or locks, so
+// db may be opened read-only.
+func New(db *sqlx.DB, opts ...Option) (*Dashboard, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: db must not be nil", ErrInvalidOption)
+	}
+	d := &Dashboard{db: db, clock: clockwork.NewRealClock(), loc: time.UTC, logger: slog.Default(),
+		refresh: 10 * time.Second, every: 30 * time.Second, lag: newLagHistory(240)}
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(d); err != nil {
+			return nil, err
+		}
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	d.pages = pages
+	d.handler = d.routes()
+	return d, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.handler.ServeHTTP(w, r) }
+
+// Start samples the lag every sampling period (see [WithLagSampling])
+// until ctx ends or Stop is called; it returns at once. Without Start the
+// lag chart holds the samples page views took. Starting twice is
+// harmless.
+func (d *Dashboard) Start(ctx context.Context) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stop != nil {
+		return
+	}
+	ctx, d.stop = context.WithCancel(ctx)
+	d.stopped = make(chan struct{})
+	go func() {
+		defer close(d.stopped)
+		t := d.clock.NewTicker(d.every)
+		defer t.Stop()
+		for {
+			d.sample(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.Chan():
+			}
+		}
+	}()
+}
+
+// Stop ends the sampling Start began and waits for it, or for ctx.
+// Stopping twice, or without Start, is harmless.
+func (d *Dashboard) Stop(ctx context.Context) error {
+	d.mu.Lock()
+	stop, stopped := d.stop, d.stopped
+	d.mu.Unlock()
+	if stop == nil {
+		return nil
+	}
+	stop()
+	select {
+	case <-stopped:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// sample records the lag now; a failed read records nothing (the next
+// sample tries again).
+func (d *Dashboard) sample(ctx context.Context) {
+	st, err := ReadStatus(ctx, d.db, d.clock.Now(), d.loc)
+	if err != nil {
+		d.logger.Warn("dashboard: lag sample", "error", err)
+		return
+	}
+	d.lag.add(lagOf(st))
+}
+
+// sessionValue is the cookie a logged-in browser carries: a MAC of a
+// fixed text under the token, so the cookie never holds the token itself
+// and changing the token logs everybody out.
+func (d *Dashboard) sessionValue() string {
+	m := hmac.New(sha256.New, []byte(d.token))
+	m.Write([]byte("passage dashboard session v1"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// sessionCookie names the admin session cookie.
+const sessionCookie = "passage_admin"
+
+// admin reports whether r proves it knows the token: a bearer token
+// (API clients) or the session cookie (browsers, set by /login).
+func (d *Dashboard) admin(r *http.Request) bool {
+	if d.token == "" {
+		return false
+	}
+	if h := r.Header.Get("Authorization"); h != "" {
+		const prefix = "Bearer "
+		return len(h) > len(prefix) && h[:len(prefix)] == prefix &&
+			subtle.ConstantTimeCompare([]byte(h[len(prefix):]), []byte(d.token)) == 1
+	}
+	c, err := r.Cookie(sessionCookie)
+	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(d.sessionValue())) == 1
+}
+
+func assets() fs.FS {
+	sub, err := fs.Sub(files, "assets")
+	if err != nil {
+		panic(err) // the directory is embedded above
+	}
+	return sub
+}

@@ -1,0 +1,517 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/passage-of-time/passage/orchestration"
+	"github.com/passage-of-time/passage/schedule"
+	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/todolist"
+)
+
+// pageSize is the items or instances a page shows.
+const pageSize = 50
+
+// routes maps the pages, the API and the actions. Every action is a POST
+// behind CrossOriginProtection (a browser's cross-site POST is refused
+// whatever it carries) and the admin check.
+func (d *Dashboard) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(assets())))
+	mux.HandleFunc("GET /{$}", d.tickersPage)
+	mux.HandleFunc("GET /lists", d.listsPage)
+	mux.HandleFunc("GET /lists/{name}", d.listPage)
+	mux.HandleFunc("GET /schedules", d.schedulesPage)
+	mux.HandleFunc("GET /workflows", d.workflowsPage)
+	mux.HandleFunc("GET /workflows/{id}", d.workflowPage)
+
+	mux.HandleFunc("GET /api/status", d.apiStatus)
+	mux.HandleFunc("GET /api/lag", d.apiLag)
+	mux.HandleFunc("GET /api/lists", d.apiLists)
+	mux.HandleFunc("GET /api/lists/{name}", d.apiList)
+	mux.HandleFunc("GET /api/lists/{name}/items", d.apiItems)
+	mux.HandleFunc("GET /api/schedules", d.apiSchedules)
+	mux.HandleFunc("GET /api/schedules/{name}/runs", d.apiRuns)
+	mux.HandleFunc("GET /api/workflows", d.apiWorkflows)
+	mux.HandleFunc("GET /api/workflows/{id}", d.apiWorkflow)
+
+	actions := http.NewServeMux()
+	actions.HandleFunc("POST /login", d.login)
+	actions.HandleFunc("POST /logout", d.logout)
+	actions.Handle("POST /lists/{name}/reactivate", d.action(d.reactivate))
+	actions.Handle("POST /schedules/{name}/{verb}", d.action(d.scheduleAction))
+	actions.Handle("POST /workflows/{id}/{verb}", d.action(d.workflowAction))
+	// Refuses unsafe requests a browser marks cross-site (Sec-Fetch-Site)
+	// or whose Origin is another host; requests without either header
+	// (curl, other programs) pass, as they carry no ambient cookie a
+	// forger could ride on.
+	protected := http.NewCrossOriginProtection().Handler(actions)
+	mux.Handle("POST /", protected)
+	return securityHeaders(mux)
+}
+
+// securityHeaders keeps the pages out of other sites' frames and limits
+// what they may load to their own assets.
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "same-origin")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// view is what every page's layout needs, beside the page's own data.
+type view struct {
+	Title, Nav string
+	Now        string
+	Refresh    int
+	// Writable is true when an admin token is configured; Admin when
+	// this request proved it knows it, so action buttons show.
+	Writable, Admin bool
+	Done            string
+	Path            string
+	Data            any
+}
+
+func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
+	v := view{Title: title, Nav: name, Now: tick.FormatTime(d.clock.Now().In(d.loc)), Refresh: int(d.refresh.Seconds()),
+		Writable: d.token != "", Admin: d.admin(r), Done: r.URL.Query().Get("done"), Path: r.URL.RequestURI(), Data: data}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := d.pages[name].ExecuteTemplate(w, "layout", v); err != nil {
+		d.logger.Error("dashboard: render", "page", name, "error", err)
+	}
+}
+
+// fail answers an error: a page for browsers, JSON under /api/.
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
+	if code >= 500 {
+		d.logger.Error("dashboard", "path", r.URL.Path, "error", err)
+	}
+	if isAPI(r) {
+		writeJSON(w, code, map[string]string{"error": err.Error()})
+		return
+	}
+	http.Error(w, err.Error(), code)
+}
+
+func isAPI(r *http.Request) bool {
+	return len(r.URL.Path) >= 5 && r.URL.Path[:5] == "/api/" || r.Header.Get("Authorization") != ""
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// --- tickers
+
+type unitRow struct {
+	UnitStatus
+	Lag    string
+	Counts *TickerCounts
+}
+
+type tickersData struct {
+	Status   Status
+	Units    []unitRow
+	Counted  bool
+	LeaseFor string
+	Chart    template.HTML
+}
+
+func (d *Dashboard) tickersPage(w http.ResponseWriter, r *http.Request) {
+	st, err := ReadStatus(r.Context(), d.db, d.clock.Now(), d.loc)
+	if err != nil {
+		d.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	d.lag.add(lagOf(st))
+	data := tickersData{Status: st, Chart: lagChart(d.lag.all(), d.loc)}
+	var counts map[tick.Unit]TickerCounts
+	if d.counts != nil {
+		counts, data.Counted = d.counts(), true
+	}
+	for _, u := range st.Units {
+		row := unitRow{UnitStatus: u, Lag: "0s"}
+		if late := st.Now.Sub(u.Next.Time); late > 0 {
+			row.Lag = late.Round(time.Second).String()
+		}
+		if c, ok := counts[u.Unit]; ok {
+			row.Counts = &c
+		}
+		data.Units = append(data.Units, row)
+	}
+	if st.Lease != nil {
+		data.LeaseFor = st.Lease.Expires.Sub(st.Now.Time).Round(time.Second).String()
+	}
+	d.render(w, r, "tickers", "Tickers", data)
+}
+
+// --- to-do lists
+
+func (d *Dashboard) listsPage(w http.ResponseWriter, r *http.Request) {
+	st, err := ReadStatus(r.Context(), d.db, d.clock.Now(), d.loc)
+	if err != nil {
+		d.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	d.render(w, r, "lists", "To-do lists", st.Lists)
+}
+
+// listView is one list's page and its API answer.
+type listView struct {
+	Stats ListStatus `json:"stats"`
+	// DueNext24h counts pending items by the hour they may next be
+	// claimed, from the current hour on.
+	DueNext24h []int `json:"due_next_24h"`
+	From       Time  `json:"from"`
+}
+
+// itemView is an item as the pages and the API show it.
+type itemView struct {
+	ID          string `json:"id"`
+	Due         Time   `json:"due"`
+	NextAttempt Time   `json:"next_attempt"`
+	Attempts    int    `json:"attempts"`
+	LastError   string `json:"last_error"`
+	Parked      bool   `json:"parked"`
+	Claimed     bool   `json:"claimed"`
+}
+
+type itemsView struct {
+	Items []itemView `json:"items"`
+	// Next is the cursor of the following page (its ?after=), "" on the
+	// last page.
+	Next string `json:"next"`
+}
+
+// readList reads a list's counts and chart; a list that does not exist
+// is a 404, a bad name a 400.
+func (d *Dashboard) readList(r *http.Request) (listView, int, error) {
+	name := r.PathValue("name")
+	now := d.clock.Now().In(d.loc)
+	stats, ok, err := todolist.ReadListStats(r.Context(), d.db, name, now)
+	switch {
+	case errors.Is(err, todolist.ErrInvalidName):
+		return listView{}, http.StatusNotFound, fmt.Errorf("no to-do list named %q: %w", name, err)
+	case err != nil:
+		return listView{}, http.StatusInternalServerError, err
+	case !ok:
+		return listView{}, http.StatusNotFound, fmt.Errorf("no to-do list named %q", name)
+	}
+	from := now.Truncate(time.Hour)
+	due, err := todolist.ReadDueCounts(r.Context(), d.db, name, from, time.Hour, 24)
+	if err != nil {
+		return listView{}, http.StatusInternalServerError, err
+	}
+	return listView{Stats: listStatus(stats, now, d.loc), DueNext24h: due, From: Time{from}}, 0, nil
+}
+
+// readItems reads the page of items ?after= names (?parked=1 for the
+// parked ones); a cursor that does not parse is a 400.
+func (d *Dashboard) readItems(r *http.Request) (itemsView, bool, int, error) {
+	q := r.URL.Query()
+	parked := q.Get("parked") == "1"
+	after, err := todolist.ParseCursor(q.Get("after"))
+	if err != nil {
+		return itemsView{}, parked, http.StatusBadRequest, fmt.Errorf("?after=: %w", err)
+	}
+	limit := pageSize
+	if s := q.Get("limit"); s != "" {
+		if limit, err = strconv.Atoi(s); err != nil || limit < 1 || limit > todolist.MaxPageSize {
+			return itemsView{}, parked, http.StatusBadRequest, fmt.Errorf("?limit=%s: want 1 to %d", s, todolist.MaxPageSize)
+		}
+	}
+	page, err := todolist.ReadItems(r.Context(), d.db, r.PathValue("name"), parked, after, limit, d.clock.Now())
+	if err != nil {
+		return itemsView{}, parked, http.StatusInternalServerError, err
+	}
+	v := itemsView{Items: []itemView{}, Next: page.Next.String()}
+	for _, it := range page.Items {
+		v.Items = append(v.Items, itemView{ID: it.ID, Due: Time{it.Due.In(d.loc)}, NextAttempt: Time{it.NextAttempt.In(d.loc)},
+			Attempts: it.Attempts, LastError: it.LastError, Parked: it.Parked, Claimed: it.Claimed})
+	}
+	return v, parked, 0, nil
+}
+
+type listData struct {
+	Name   string
+	List   listView
+	Items  itemsView
+	Parked bool
+	First  bool
+	Chart  template.HTML
+}
+
+func (d *Dashboard) listPage(w http.ResponseWriter, r *http.Request) {
+	lv, code, err := d.readList(r)
+	if err != nil {
+		d.fail(w, r, code, err)
+		return
+	}
+	items, parked, code, err := d.readItems(r)
+	if err != nil {
+		d.fail(w, r, code, err)
+		return
+	}
+	from := lv.From.Time
+	chart := barChart("items due in the next 24 hours", lv.DueNext24h, func(i int) string {
+		return from.Add(time.Duration(i) * time.Hour).Format("15:04")
+	}, 3)
+	d.render(w, r, "list", lv.Stats.Name, listData{Name: lv.Stats.Name, List: lv, Items: items, Parked: parked,
+		First: r.URL.Query().Get("after") == "", Chart: chart})
+}
+
+// --- schedules
+
+type scheduleView struct {
+	Name    string          `json:"name"`
+	Spec    string          `json:"spec"`
+	Zone    string          `json:"zone"`
+	Command string          `json:"command"`
+	Paused  bool            `json:"paused"`
+	Next    *Time           `json:"next_slot"`
+	Runs    int64           `json:"runs"`
+	Skipped int64           `json:"skipped"`
+	Open    int             `json:"open_runs"`
+	Last    []runView       `json:"last_runs"`
+	Stored  schedule.Stored `json:"-"`
+}
+
+type runView struct {
+	RunID   string `json:"run_id"`
+	SlotID  string `json:"slot_id"`
+	Slot    Time   `json:"slot"`
+	FiredAt Time   `json:"fired_at"`
+	Attempt int    `json:"attempt"`
+	Manual  bool   `json:"manual"`
+	Outcome string `json:"outcome"`
+}
+
+// lastRuns is how many runs a schedule shows.
+const lastRuns = 5
+
+func (d *Dashboard) readSchedules(r *http.Request) ([]scheduleView, error) {
+	stored, err := schedule.ReadSchedules(r.Context(), d.db)
+	if err != nil {
+		return nil, err
+	}
+	out := []scheduleView{}
+	for _, s := range stored {
+		runs, err := schedule.ReadRuns(r.Context(), d.db, s.Name, lastRuns)
+		if err != nil {
+			return nil, err
+		}
+		v := scheduleView{Name: s.Name, Spec: s.Spec, Zone: s.Zone.String(), Command: s.Command, Paused: s.Paused,
+			Next: TimeOf(s.Next), Runs: s.Runs, Skipped: s.Skipped, Open: s.Open, Last: runViews(runs, s.Zone), Stored: s}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func runViews(runs []schedule.RunRecord, loc *time.Location) []runView {
+	out := []runView{}
+	for _, r := range runs {
+		out = append(out, runView{RunID: r.RunID, SlotID: r.SlotID, Slot: Time{r.Slot.In(loc)}, FiredAt: Time{r.FiredAt.In(loc)},
+			Attempt: r.Attempt, Manual: r.Manual, Outcome: r.Outcome()})
+	}
+	return out
+}
+
+func (d *Dashboard) schedulesPage(w http.ResponseWriter, r *http.Request) {
+	s, err := d.readSchedules(r)
+	if err != nil {
+		d.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	d.render(w, r, "schedules", "Schedules", s)
+}
+
+// --- workflows
+
+type instanceView struct {
+	ID           string `json:"id"`
+	Workflow     string `json:"workflow"`
+	State        string `json:"state"`
+	StartedAt    *Time  `json:"started_at"`
+	WaitingUntil *Time  `json:"waiting_until"`
+	Error        string `json:"error"`
+	Events       int64  `json:"events"`
+}
+
+func (d *Dashboard) instance(s orchestration.Status) instanceView {
+	v := instanceView{ID: s.Instance, Workflow: s.Workflow, State: string(s.State), Error: s.Error, Events: s.Events}
+	if !s.StartedAt.IsZero() {
+		v.StartedAt = TimeOf(s.StartedAt.In(d.loc))
+	}
+	if !s.WaitingUntil.IsZero() {
+		v.WaitingUntil = TimeOf(s.WaitingUntil.In(d.loc))
+	}
+	return v
+}
+
+type workflowsView struct {
+	Counts    map[orchestration.State]int `json:"counts"`
+	State     string                      `json:"state"`
+	Instances []instanceView              `json:"instances"`
+	// Next is the ?after= of the following page, "" on the last.
+	Next string `json:"next"`
+}
+
+var states = []orchestration.State{orchestration.Running, orchestration.Completed, orchestration.Failed, orchestration.Cancelled, orchestration.Stuck}
+
+func (d *Dashboard) readWorkflows(r *http.Request) (workflowsView, int, error) {
+	q := r.URL.Query()
+	state := orchestration.State(q.Get("state"))
+	if state != "" && !contains(states, state) {
+		return workflowsView{}, http.StatusBadRequest, fmt.Errorf("?state=%s: want running, completed, failed, cancelled or stuck", state)
+	}
+	counts, err := orchestration.CountInstances(r.Context(), d.db)
+	if err != nil {
+		return workflowsView{}, http.StatusInternalServerError, err
+	}
+	list, more, err := orchestration.ReadInstances(r.Context(), d.db, orchestration.InstanceQuery{After: q.Get("after"), State: state, Limit: pageSize})
+	if err != nil {
+		return workflowsView{}, http.StatusInternalServerError, err
+	}
+	v := workflowsView{Counts: counts, State: string(state), Instances: []instanceView{}}
+	for _, s := range list {
+		v.Instances = append(v.Instances, d.instance(s))
+	}
+	if more && len(list) > 0 {
+		v.Next = list[len(list)-1].Instance
+	}
+	return v, 0, nil
+}
+
+func contains[T comparable](s []T, v T) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+type workflowsData struct {
+	workflowsView
+	States []orchestration.State
+}
+
+func (d *Dashboard) workflowsPage(w http.ResponseWriter, r *http.Request) {
+	v, code, err := d.readWorkflows(r)
+	if err != nil {
+		d.fail(w, r, code, err)
+		return
+	}
+	d.render(w, r, "workflows", "Workflows", workflowsData{workflowsView: v, States: states})
+}
+
+type eventView struct {
+	Version    int64           `json:"version"`
+	Type       string          `json:"type"`
+	RecordedAt Time            `json:"recorded_at"`
+	Summary    string          `json:"summary"`
+	Data       json.RawMessage `json:"data"`
+}
+
+type workflowView struct {
+	Instance instanceView `json:"instance"`
+	History  []eventView  `json:"history"`
+}
+
+func (d *Dashboard) readWorkflow(r *http.Request) (workflowView, int, error) {
+	id := r.PathValue("id")
+	history, err := orchestration.ReadHistory(r.Context(), d.db, id)
+	switch {
+	case errors.Is(err, orchestration.ErrInvalidArgument):
+		return workflowView{}, http.StatusNotFound, fmt.Errorf("no workflow instance %q: %w", id, err)
+	case err != nil:
+		return workflowView{}, http.StatusInternalServerError, err
+	case len(history) == 0:
+		return workflowView{}, http.StatusNotFound, fmt.Errorf("no workflow instance %q", id)
+	}
+	v := workflowView{Instance: d.instance(orchestration.StatusOf(id, history))}
+	for _, h := range history {
+		v.History = append(v.History, eventView{Version: h.Version, Type: h.Type, RecordedAt: Time{h.RecordedAt.In(d.loc)}, Summary: summarize(h, d.loc), Data: h.Data})
+	}
+	return v, 0, nil
+}
+
+func (d *Dashboard) workflowPage(w http.ResponseWriter, r *http.Request) {
+	v, code, err := d.readWorkflow(r)
+	if err != nil {
+		d.fail(w, r, code, err)
+		return
+	}
+	d.render(w, r, "workflow", v.Instance.ID, v)
+}
+
+// summarize says in a line what a history event means, for the timeline.
+func summarize(h orchestration.HistoryEvent, loc *time.Location) string {
+	at := func(t time.Time) string { return tick.FormatTime(t.In(loc)) }
+	switch e := h.Event.(type) {
+	case orchestration.WorkflowStarted:
+		return fmt.Sprintf("started %s with %s", e.Workflow, compact(e.Input))
+	case orchestration.StepCompleted:
+		return fmt.Sprintf("step %q completed: %s", e.Name, compact(e.Result))
+	case orchestration.StepAttemptFailed:
+		return fmt.Sprintf("step %q attempt %d failed: %s; retry at %s", e.Name, e.Attempt, e.Error, at(e.RetryAt))
+	case orchestration.StepFailed:
+		return fmt.Sprintf("step %q failed: %s", e.Name, e.Error)
+	case orchestration.TimerScheduled:
+		return "sleeping until " + at(e.Until)
+	case orchestration.TimerFired:
+		return "woke up"
+	case orchestration.AwaitStarted:
+		return fmt.Sprintf("awaiting signal %q until %s", e.Signal, at(e.Until))
+	case orchestration.SignalReceived:
+		return fmt.Sprintf("signal %q received: %s", e.Name, compact(e.Payload))
+	case orchestration.SignalConsumed:
+		return "signal taken"
+	case orchestration.AwaitTimedOut:
+		return "await timed out"
+	case orchestration.CompensationCompleted:
+		return fmt.Sprintf("compensation %q done", e.Name)
+	case orchestration.WorkflowCompleted:
+		return "completed: " + compact(e.Output)
+	case orchestration.WorkflowFailed:
+		return "failed: " + e.Error
+	case orchestration.WorkflowCancelled:
+		return "cancelled"
+	case orchestration.WorkflowStuck:
+		return "stuck: " + e.Error
+	case orchestration.CancelRequested:
+		return "cancel requested"
+	case nil:
+		return h.Type + " (unknown to this version)"
+	}
+	return h.Type
+}
+
+func compact(raw json.RawMessage) string {
+	const limit = 120
+	s := string(raw)
+	if s == "" {
+		s = "null"
+	}
+	if len(s) > limit {
+		s = s[:limit] + "…"
+	}
+	return s
+}
+
+// pathEscape is url.PathEscape for the templates: names and ids become
+// one path segment whatever they hold.
+func pathEscape(s string) string { return url.PathEscape(s) }
