@@ -151,7 +151,7 @@ func (f *fixture) serve(t *testing.T, opts ...dashboard.Option) *httptest.Server
 	return srv
 }
 
-func newSQLite(t *testing.T) *sqldb.DB {
+func newSQLite(t testing.TB) *sqldb.DB {
 	db, _ := sqldbtest.SQLite(t)
 	return db
 }

@@ -1,0 +1,308 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/dashboard"
+)
+
+// chromium finds a Chromium to drive: $PASSAGE_CHROMIUM, then the Debian
+// package's binary, then the usual names on PATH.
+func chromium() string {
+	if p := os.Getenv("PASSAGE_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// browser starts a headless Chromium for one test, or skips the test when
+// none can be found. The flags keep it from reaching out to the network
+// (updates, sync, field trials), which a closed network refuses.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromium()
+	if path == "" {
+		t.Skip("no Chromium found (install the Debian packages chromium and chromium-driver, or set PASSAGE_CHROMIUM): browser tests skipped")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	// The first action starts the browser, which lives as long as the
+	// context of that call: no timeout on it, one on what follows.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")), "start Chromium at %s", path)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancel()
+		cancelAlloc()
+	})
+	return ctx
+}
+
+// screenshots is where page screenshots go: $PASSAGE_SCREENSHOTS, or the
+// test's temporary directory.
+func screenshots(t *testing.T) string {
+	if dir := os.Getenv("PASSAGE_SCREENSHOTS"); dir != "" {
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		return dir
+	}
+	return t.TempDir()
+}
+
+// shoot saves a full-page screenshot as name.png.
+func shoot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	require.NoError(t, err)
+	path := filepath.Join(screenshots(t), name+".png")
+	require.NoError(t, os.WriteFile(path, png, 0o644))
+	t.Logf("screenshot: %s", path)
+}
+
+// text returns the text of the first element sel matches, once visible.
+func text(t *testing.T, ctx context.Context, url, sel string) string {
+	t.Helper()
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(sel))))
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	require.NoError(t, err)
+	return s
+}
+
+func TestBrowserPagesShowTheirData(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t, dashboard.WithRefresh(0))
+
+	units := text(t, ctx, srv.URL+"/", "#units")
+	require.Contains(t, units, "minute")
+	require.Contains(t, units, "2026-11-20T09:27:00Z") // the minute cursor
+	require.Contains(t, units, "hour")
+	lease := text(t, ctx, srv.URL+"/", "#lease")
+	require.Contains(t, lease, "replica-a")
+	require.Contains(t, lease, "term 3")
+	shoot(t, ctx, "tickers")
+
+	lists := text(t, ctx, srv.URL+"/lists", "#lists")
+	require.Contains(t, lists, "pending-orders")
+	require.Contains(t, lists, "passage-schedules")
+	require.Contains(t, lists, "passage-workflows")
+	shoot(t, ctx, "lists")
+
+	stats := text(t, ctx, srv.URL+"/lists/pending-orders", "#stats")
+	require.Contains(t, stats, "Pending\n40")
+	require.Contains(t, stats, "Parked\n1")
+	items := text(t, ctx, srv.URL+"/lists/pending-orders", "#items")
+	require.Contains(t, items, "order-000")
+	require.NotContains(t, items, "order-broken")
+	shoot(t, ctx, "list")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#show-parked")), chromedp.WaitVisible(chromedp.CSS("td.error"))))
+	parked := text(t, ctx, srv.URL+"/lists/pending-orders?parked=1", "#items")
+	require.Contains(t, parked, "order-broken")
+	require.Contains(t, parked, "payment provider said 502 Bad Gateway")
+	shoot(t, ctx, "list-parked")
+
+	weekly := text(t, ctx, srv.URL+"/schedules", "#schedule-weekly-report")
+	require.Contains(t, weekly, "2026-11-20T12:00:00+01:00") // noon in Warsaw, in Warsaw
+	require.Contains(t, weekly, "Europe/Warsaw")
+	require.Contains(t, weekly, f.runID)
+	require.Contains(t, weekly, "triggered")
+	shoot(t, ctx, "schedules")
+
+	instances := text(t, ctx, srv.URL+"/workflows", "#instances")
+	require.Contains(t, instances, "order-1")
+	require.Contains(t, instances, "order-2")
+	states := text(t, ctx, srv.URL+"/workflows", "#states")
+	require.Contains(t, states, "running 1")
+	require.Contains(t, states, "completed 1")
+	shoot(t, ctx, "workflows")
+
+	timeline := text(t, ctx, srv.URL+"/workflows/order-1", "#timeline")
+	require.Contains(t, timeline, `step "reserve stock" completed: "res-order-1"`)
+	require.Contains(t, timeline, `awaiting signal "paid"`)
+	shoot(t, ctx, "workflow")
+
+	// Read-only: no action is offered.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/schedules"), chromedp.WaitVisible(chromedp.CSS("#readonly"))))
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("button.pause, button.trigger, #signal").length`))
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
+
+// until waits for a JavaScript condition to hold across page loads: a
+// Poll ends with its page, so each check is its own evaluation, and an
+// error while a page is being replaced only means "not yet".
+func until(t *testing.T, ctx context.Context, condition string) {
+	t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](condition)); err == nil && ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", condition, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// login opens url and logs in with token.
+func login(t *testing.T, ctx context.Context, url, token string) {
+	t.Helper()
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#login")),
+		chromedp.SendKeys(chromedp.CSS(`#login input[name=token]`), token),
+		chromedp.Submit(chromedp.CSS(`#login`))))
+}
+
+func TestBrowserActionsWithTheToken(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t, dashboard.WithAdminToken(testToken), dashboard.WithRefresh(0))
+
+	// A wrong token is refused and shows no action.
+	login(t, ctx, srv.URL+"/schedules", "not-the-token-at-all")
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("body"))))
+	body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	require.NoError(t, err)
+	require.Contains(t, body, "wrong admin token")
+
+	login(t, ctx, srv.URL+"/schedules", testToken)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#logout")),
+		chromedp.Click(chromedp.CSS(`#schedule-poll button.pause`)), chromedp.WaitVisible(chromedp.CSS("#done"))))
+	require.True(t, schedules(t, f)["poll"], "pause from the page did not pause poll")
+	require.Contains(t, text(t, ctx, srv.URL+"/schedules", "#schedule-poll"), "paused")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#schedule-poll button.resume`)), chromedp.WaitVisible(chromedp.CSS("#done"))))
+	require.False(t, schedules(t, f)["poll"])
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#schedule-weekly-report button.trigger`)), chromedp.WaitVisible(chromedp.CSS("#done"))))
+	done := text(t, ctx, srv.URL+"/schedules?done=x", "#done")
+	require.NotEmpty(t, done)
+	require.Len(t, f.triggered, 2, "the page's trigger did not reach the scheduler's handler")
+	require.Contains(t, text(t, ctx, srv.URL+"/schedules", "#schedule-weekly-report"), f.triggered[1].RunID)
+
+	// Re-activate the parked item.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/lists/pending-orders?parked=1"), chromedp.WaitVisible(chromedp.CSS("button.reactivate")),
+		chromedp.Click(chromedp.CSS("button.reactivate")), chromedp.WaitVisible(chromedp.CSS("#done"))))
+	it, err := f.orders.Get(context.Background(), "order-broken")
+	require.NoError(t, err)
+	require.False(t, it.Parked)
+
+	// Signal a workflow, then see it on the timeline.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/workflows/order-1"), chromedp.WaitVisible(chromedp.CSS("#signal")),
+		chromedp.SendKeys(chromedp.CSS(`#signal input[name=name]`), "paid"),
+		chromedp.SendKeys(chromedp.CSS(`#signal input[name=payload]`), `"pay_42"`),
+		chromedp.Submit(chromedp.CSS(`#signal`)), chromedp.WaitVisible(chromedp.CSS("#done"))))
+	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), `signal "paid" received: "pay_42"`)
+	shoot(t, ctx, "workflow-admin")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#cancel button`)), chromedp.WaitVisible(chromedp.CSS("#done"))))
+	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), "cancel requested")
+}
+
+// newEvilSite serves, on another origin, a page with a form that posts
+// to target.
+func newEvilSite(t *testing.T, target string) string {
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><form id="forge" method="post" action="%s"><button>win a prize</button></form>`, target)
+	}))
+	t.Cleanup(evil.Close)
+	return evil.URL + "/"
+}
+
+// A page on another origin that posts a form to the dashboard, as a
+// forger would: the browser's own request, cookies and all, is refused.
+func TestBrowserCrossSiteFormIsRefused(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t, dashboard.WithAdminToken(testToken), dashboard.WithRefresh(0))
+	login(t, ctx, srv.URL+"/schedules", testToken)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#logout"))))
+
+	evil := newEvilSite(t, srv.URL+"/schedules/poll/pause")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(evil), chromedp.WaitVisible(chromedp.CSS("#forge")),
+		chromedp.Submit(chromedp.CSS("#forge"))))
+	until(t, ctx, `location.href.startsWith("`+srv.URL+`/schedules/") && document.readyState === "complete"`)
+	body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	require.NoError(t, err)
+	require.False(t, schedules(t, f)["poll"], "a cross-site form paused poll")
+	require.NotContains(t, body, "paused poll")
+}
+
+func TestBrowserPagesRefreshThemselves(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t, dashboard.WithRefresh(time.Second))
+	require.Equal(t, "40", text(t, ctx, srv.URL+"/lists/pending-orders", "#pending"))
+	require.NoError(t, f.orders.Add(context.Background(), "order-new", start.Add(time.Hour)))
+	// The page reloads itself: wait for the new count, no reload asked.
+	until(t, ctx, `document.readyState === "complete" && document.querySelector("#pending").textContent === "41"`)
+}
+
+// TestBrowserMillionItems pages a list of a million pending items in the
+// browser and reports how long a page takes to load. PASSAGE_DASHBOARD_ITEMS
+// sets another size.
+func TestBrowserMillionItems(t *testing.T) {
+	ctx := browser(t)
+	n := 1_000_000
+	if s := os.Getenv("PASSAGE_DASHBOARD_ITEMS"); s != "" {
+		_, err := fmt.Sscan(s, &n)
+		require.NoError(t, err)
+	}
+	db := newSQLite(t)
+	f := &fixture{db: db}
+	fillList(t, db.DB, "big", n)
+	srv := f.serveAt(t, start)
+
+	var (
+		first, next string
+		loaded      float64
+	)
+	for i := range 3 {
+		url := srv.URL + "/lists/big"
+		if next != "" {
+			url += "?after=" + next
+		}
+		begin := time.Now()
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#items"))))
+		elapsed := time.Since(begin)
+		var err error
+		loaded, err = chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.getEntriesByType("navigation")[0].loadEventEnd`))
+		require.NoError(t, err)
+		first, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#items tbody tr:first-child td.id")))
+		require.NoError(t, err)
+		href, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#next"), "href"))
+		require.NoError(t, err)
+		next = href.Value
+		t.Logf("page %d of a %d-item list: loaded in %.0f ms (navigation timing), %s until visible; first item %s", i+1, n, loaded, elapsed.Round(time.Millisecond), first)
+		require.Equal(t, fmt.Sprintf("item-%07d", i*50), first)
+		next = next[strings.Index(next, "after=")+len("after="):]
+	}
+	require.Contains(t, text(t, ctx, srv.URL+"/lists/big", "#pending"), thousands(n))
+	shoot(t, ctx, "list-million")
+}
