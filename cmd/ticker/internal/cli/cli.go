@@ -98,6 +98,7 @@ func commands() []command {
 		{"preview", "list the next boundaries of a unit in a time zone", previewCommand, graceOther},
 		{"schedule", "schedules that send commands: preview, add, list, pause, resume, trigger, delete", scheduleCommand, graceOther},
 		{"workflow", "durable workflow instances: list, show (a timeline), signal, cancel", workflowCommand, graceOther},
+		{"serve", "serve the dashboard alone (no ticker): read-only unless given an admin token", serveCommand, graceRun},
 		{"demo", "run the ordering example end to end on an accelerated clock", demoCommand, graceOther},
 		{"version", "print the version", versionCommand, graceOther},
 	}

@@ -310,7 +310,7 @@ func TestRunServesHealthAndMetrics(t *testing.T) {
 	// Two minutes at once: one wake-up emits both boundaries.
 	require.NoError(t, tick.AdvanceAndWait(context.Background(), clock, 2*time.Minute, r.ticker))
 
-	_, addr, ok := strings.Cut(r.stderr.String(), "serving /healthz and /metrics on ")
+	_, addr, ok := strings.Cut(r.stderr.String(), "serving /healthz, /metrics and the dashboard on ")
 	require.True(t, ok, r.stderr.String())
 	base := strings.TrimSpace(strings.SplitN(addr, "\n", 2)[0])
 	get := func(path string) string {

@@ -400,7 +400,7 @@ func TestMetricsAnswerWhileAnotherProcessWrites(t *testing.T) {
 // serverURL is the base URL a run serving --http printed.
 func serverURL(t *testing.T, r *background) string {
 	t.Helper()
-	_, addr, ok := strings.Cut(r.stderr.String(), "serving /healthz and /metrics on ")
+	_, addr, ok := strings.Cut(r.stderr.String(), "serving /healthz, /metrics and the dashboard on ")
 	require.True(t, ok, r.stderr.String())
 	return strings.TrimSpace(strings.SplitN(addr, "\n", 2)[0])
 }

@@ -24,6 +24,7 @@ const stopTimeout = 30 * time.Second
 
 type runFlags struct {
 	db, units, tz, catchUp, until, httpAddr, holder, secretEnv string
+	adminToken                                                 string
 	window, leaseTTL, backoff                                  time.Duration
 	max, attempts                                              int
 	webhooks                                                   multiFlag
@@ -47,7 +48,8 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	f.sinkFlags(fs)
 	fs.BoolVar(&f.once, "once", false, "emit whatever is due up to now, release the lease, print one line of what was done on stderr, and exit (for an external timer)")
 	fs.StringVar(&f.until, "until", "", "backfill every boundary up to this time (not in the future; behind every cursor is a no-op, said so), release the lease and exit; "+timeRule)
-	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz and /metrics on this address, e.g. 127.0.0.1:9090 (not with --once or --until)")
+	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz, /metrics and the dashboard on this address, e.g. 127.0.0.1:9090 (not with --once or --until)")
+	fs.StringVar(&f.adminToken, "admin-token", "", "allow the dashboard's actions (pause, trigger, signal, re-activate…) to whoever logs in with this token, 16 bytes or more (default $"+adminTokenEnv+"; without one the dashboard is read-only)")
 	fs.StringVar(&f.holder, "holder", "", "lease holder id among replicas (default host:pid:random, unique per process)")
 	fs.BoolVar(&f.schedules, "schedules", true, "fire the schedules stored in --db (\"ticker schedule add\") on minute boundaries, publishing each run as a ScheduleRun record through the same sinks; needs minute in --units when there are any; not with --until")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, fmt.Sprintf("how long a dead replica's lease blocks the others (%s to %s)", bounds["lease-ttl"].min, bounds["lease-ttl"].max))
@@ -115,6 +117,7 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	)
 	// A backfill re-emits past boundaries for their receivers; schedules
 	// have catch-up policies of their own and are not fired by it.
+	sinks := pub // what a run triggered from the dashboard is published to
 	var fire *firing
 	if f.schedules && !backfill {
 		units, _ := parseUnits(f.units) // already checked by tickerOptions
@@ -147,7 +150,17 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 		}
 		return err
 	}
-	return serve(ctx, env, ticker, db, metrics, f.httpAddr, clock)
+	var dash http.Handler
+	if f.httpAddr != "" {
+		loc, _ := loadLocation(f.tz) // already checked by tickerOptions
+		d, err := openDashboard(ctx, env, db, clock, loc, adminToken(env, f.adminToken), logger, sinks, metrics)
+		if err != nil {
+			return err
+		}
+		d.Start(ctx) // the lag chart's samples; ends with ctx
+		dash = d
+	}
+	return serve(ctx, env, ticker, db, metrics, f.httpAddr, clock, dash)
 }
 
 // The years sqldb.EncodeTime stores exactly.
@@ -215,16 +228,21 @@ func losslessTimes(_ []string, a slog.Attr) slog.Attr {
 }
 
 // serve runs the ticker until ctx ends, then stops it gracefully.
-func serve(ctx context.Context, env Env, ticker *tick.Ticker, db *sqldb.DB, m *metrics, addr string, clock clockwork.Clock) error {
+func serve(ctx context.Context, env Env, ticker *tick.Ticker, db *sqldb.DB, m *metrics, addr string, clock clockwork.Clock, dash http.Handler) error {
 	var srv *http.Server
 	if addr != "" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("--http %s: %w", addr, err)
 		}
-		srv = &http.Server{Handler: m.handler(ticker, db, clock), ReadHeaderTimeout: 5 * time.Second}
+		mux := http.NewServeMux()
+		health := m.handler(ticker, db, clock)
+		mux.Handle("/healthz", health)
+		mux.Handle("/metrics", health)
+		mux.Handle("/", dash)
+		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
-		fmt.Fprintf(env.Stderr, "serving /healthz and /metrics on http://%s\n", ln.Addr())
+		fmt.Fprintf(env.Stderr, "serving /healthz, /metrics and the dashboard on http://%s\n", ln.Addr())
 	}
 	if err := ticker.Start(ctx); err != nil {
 		return err
