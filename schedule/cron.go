@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 	"time"
 
@@ -179,16 +180,28 @@ func (c cronSpec) nextWall(w, limit int64) (int64, bool) {
 		case !c.dayMatches(t):
 			t = time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
 		case f.Hour&(1<<uint(h)) == 0:
-			t = time.Date(y, m, d, h+1, 0, 0, 0, time.UTC)
+			t = time.Date(y, m, d, nextSet(f.Hour, h, 24), 0, 0, 0, time.UTC)
 		case f.Minute&(1<<uint(mi)) == 0:
-			t = time.Date(y, m, d, h, mi+1, 0, 0, time.UTC)
+			t = time.Date(y, m, d, h, nextSet(f.Minute, mi, 60), 0, 0, time.UTC)
 		case f.Second&(1<<uint(s)) == 0:
-			t = t.Add(time.Second)
+			t = time.Date(y, m, d, h, mi, nextSet(f.Second, s, 60), 0, time.UTC)
 		default:
 			return t.Unix(), true
 		}
 	}
 	return 0, false
+}
+
+// nextSet returns the first value after v that field holds, or n (which
+// time.Date carries into the next hour, day or minute) when none below n
+// does: a jump over the values that do not match, rather than a step per
+// value (a 5-field spec would otherwise walk 59 seconds of every minute).
+func nextSet(field uint64, v, n int) int {
+	rest := field &^ starBit >> uint(v+1) << uint(v+1)
+	if rest == 0 {
+		return n
+	}
+	return min(bits.TrailingZeros64(rest), n)
 }
 
 // dayMatches applies cron's day rule: when both the day of month and the

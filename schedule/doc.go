@@ -39,7 +39,11 @@
 //     the Handler with the transaction, and move the item to the following
 //     slot. A handler error or a crash rolls all of it back, and the slot
 //     is tried again, after a backoff, under the same slot id; a slot is
-//     never recorded twice, on any number of replicas.
+//     never recorded twice, on any number of replicas. The slots of a
+//     batch due together fire set-wise, in one transaction and a handful
+//     of statements whatever the batch's size; when one of them fails,
+//     the batch is undone and fired again slot by slot, each under a
+//     savepoint, so that the failure undoes its own slot only.
 //   - A wake-up that comes early finds nothing due and changes nothing;
 //     the next one fires the slot. A late, lost or doubled wake-up costs
 //     nothing either.

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
 
@@ -142,7 +141,9 @@ type Run struct {
 // with tx (an outbox row, an event) commits with the run or not at all. An
 // error rolls everything back; the slot is tried again after a backoff,
 // with the same SlotID. A run may be attempted more than once (a crash
-// after the handler's side effects outside tx), never recorded twice.
+// after the handler's side effects outside tx, or another slot of its
+// batch failing after it: the batch is then fired again slot by slot),
+// never recorded twice.
 //
 // Keep it short: it hands the command over, it does not do the work.
 // The transaction is open while it runs, and on SQLite it holds the
@@ -621,17 +622,21 @@ func (p *plan) skip(at time.Time) {
 	p.skipped++
 }
 
-// fireBatch is the to-do list's action: the schedules of items are due.
-// They fire in one transaction, each slot under a savepoint of its own,
-// so that a failing handler undoes its own slot only (its item is retried
-// after a backoff) and the batch costs one commit, not one per slot.
-func (s *Scheduler) fireBatch(ctx context.Context, items []todolist.Item) ([]error, error) {
-	now := s.clock.Now()
+// fireEach fires items slot by slot in one transaction, each slot under a
+// savepoint of its own, so that a failing handler undoes its own slot only
+// (its item is retried after a backoff) and the batch still costs one
+// commit. It is the way a batch fires once fireSet found a slot failing:
+// that slot is not fired again, its outcome is failed's.
+func (s *Scheduler) fireEach(ctx context.Context, items []todolist.Item, now time.Time, failed *slotError) ([]error, []SlotsSkipped, error) {
 	outcomes := make([]error, len(items))
 	var reports []SlotsSkipped
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
 		reports = reports[:0]
 		for i, item := range items {
+			if i == failed.index {
+				outcomes[i] = slotFailed(item, failed.err)
+				continue
+			}
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT schedule_slot"); err != nil {
 				return err
 			}
@@ -641,7 +646,7 @@ func (s *Scheduler) fireBatch(ctx context.Context, items []todolist.Item) ([]err
 				if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT schedule_slot"); rerr != nil {
 					return rerr
 				}
-				outcomes[i] = fmt.Errorf("schedule %q: fire the slot due %s: %w", item.ID, tick.FormatTime(item.Due), err)
+				outcomes[i] = slotFailed(item, err)
 			}
 			if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT schedule_slot"); err != nil {
 				return err
@@ -649,21 +654,11 @@ func (s *Scheduler) fireBatch(ctx context.Context, items []todolist.Item) ([]err
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("schedule: fire %d slots: %w", len(items), err)
-	}
-	for _, r := range reports {
-		if s.publisher == nil {
-			break
-		}
-		// The count is stored with the firing; a report that fails is
-		// counted (ReportFailures), not retried: retrying the action would
-		// delay the schedule's next slot for the sake of a notice.
-		if err := s.publisher.Publish(ctx, r); err != nil {
-			s.reportFailures.Add(1)
-		}
-	}
-	return outcomes, nil
+	return outcomes, reports, err
+}
+
+func slotFailed(item todolist.Item, err error) error {
+	return fmt.Errorf("schedule %q: fire the slot due %s: %w", item.ID, tick.FormatTime(item.Due), err)
 }
 
 // fireIn fires the schedule item.ID in tx, adding what it skipped to
@@ -763,7 +758,7 @@ func (s *Scheduler) run(ctx context.Context, tx *sqlx.Tx, st state, slot time.Ti
 // one already.
 func (s *Scheduler) record(ctx context.Context, tx *sqlx.Tx, st state, slot time.Time, attempt int) (Run, error) {
 	r := Run{
-		RunID:    uuid.NewString(),
+		RunID:    newRunID(),
 		SlotID:   SlotID(st.Name, slot),
 		Schedule: st.Name,
 		Slot:     slot,
@@ -960,7 +955,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (Run, error) {
 }
 
 func (s *Scheduler) manualRun(ctx context.Context, tx *sqlx.Tx, st state, now time.Time) (Run, error) {
-	r := Run{RunID: uuid.NewString(), Schedule: st.Name, Slot: now, FiredAt: now, Attempt: 1, Manual: true, Command: st.Command, Payload: st.Payload}
+	r := Run{RunID: newRunID(), Schedule: st.Name, Slot: now, FiredAt: now, Attempt: 1, Manual: true, Command: st.Command, Payload: st.Payload}
 	r.SlotID = st.Name + "@manual/" + r.RunID
 	if _, err := tx.ExecContext(ctx, tx.Rebind(insertRun), r.SlotID, r.RunID, r.Schedule, sqldb.EncodeTime(now), sqldb.EncodeTime(now), 1, 1); err != nil {
 		return Run{}, err

@@ -675,16 +675,50 @@ func TestAFailingRunSparesTheOthersOfItsBatch(t *testing.T) {
 			require.Equal(t, 3, res.Claimed)
 			require.Equal(t, 1, res.Failed)
 			slot := start.Add(time.Hour)
-			for _, name := range []string{"a", "c"} {
-				equalInstants(t, []time.Time{slot}, n.rec.slots(name), name)
-			}
-			require.Empty(t, n.rec.slots("b"), "its run rolled back with its savepoint")
-			var runs int
-			require.NoError(t, db.GetContext(ctx, &runs, "SELECT COUNT(*) FROM schedule_runs"))
-			require.Equal(t, 2, runs)
+			// A batch fires set-wise, then slot by slot once a slot fails:
+			// "a", before the failure, was called again for the same slot
+			// (its first call's transaction rolled back); "c" once.
+			equalInstants(t, []time.Time{slot, slot}, n.rec.slots("a"), "a")
+			equalInstants(t, []time.Time{slot}, n.rec.slots("c"), "c")
+			require.Empty(t, n.rec.slots("b"), "its run rolled back")
+			var committed []string
+			require.NoError(t, db.SelectContext(ctx, &committed, "SELECT slot_id FROM schedule_runs ORDER BY slot_id"))
+			require.Equal(t, []string{schedule.SlotID("a", slot), schedule.SlotID("c", slot)}, committed)
 			clock.Advance(2 * time.Second) // past the backoff
 			n.process(t, clock)
 			equalInstants(t, []time.Time{slot}, n.rec.slots("b"), "retried under the same slot")
+		})
+	}
+}
+
+// A slot that already has a run when its item comes due — Backfill ran it
+// first — is not run again: the run record guards it, and the schedule
+// moves on to its next slot.
+func TestASlotAlreadyRunIsNotRunAgain(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db, _ := b.Open(t)
+			start := time.Date(2026, 5, 1, 0, 30, 0, 0, time.UTC)
+			clock := clockwork.NewFakeClockAt(start)
+			n := newNode(t, db.DB, clock, &recorder{})
+			hourly := mustSpec(t)(schedule.Cron("0 * * * *", nil))
+			_, err := n.s.Sync(ctx, schedule.Definition{Name: "a", Spec: hourly}, schedule.Definition{Name: "b", Spec: hourly})
+			require.NoError(t, err)
+			clock.Advance(time.Hour)
+			slot := start.Add(30 * time.Minute)
+			runs, err := n.s.Backfill(ctx, "a", start, clock.Now())
+			require.NoError(t, err)
+			require.Len(t, runs, 1)
+			res := n.process(t, clock)
+			require.Equal(t, 2, res.Claimed)
+			equalInstants(t, []time.Time{slot}, n.rec.slots("a"), "a: run by Backfill only")
+			equalInstants(t, []time.Time{slot}, n.rec.slots("b"), "b")
+			clock.Advance(time.Hour)
+			n.process(t, clock)
+			equalInstants(t, []time.Time{slot, slot.Add(time.Hour)}, n.rec.slots("a"), "a moved on")
 		})
 	}
 }

@@ -91,3 +91,35 @@ VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (slot_id) DO NOTHING`
 	finishRun   = `UPDATE schedule_runs SET finished = 1 WHERE run_id = ? AND finished = 0`
 	runByID     = `SELECT schedule, finished FROM schedule_runs WHERE run_id = ?`
 )
+
+// The set-wise statements of fireSet: each takes a chunk of a batch's
+// rows, as arrays on PostgreSQL and as a list of rows on SQLite.
+const (
+	selectSchedulesIn = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot, jitter, overlap
+FROM schedule_schedules WHERE name`
+	unfinishedOf       = `SELECT schedule, COUNT(*) AS open FROM schedule_runs WHERE finished = 0 AND schedule`
+	markRunningIn      = `UPDATE schedule_runs SET finished = 0 WHERE run_id`
+	insertRunsPostgres = `INSERT INTO schedule_runs (slot_id, run_id, schedule, slot, fired_at, attempt, manual)
+SELECT r.slot_id, r.run_id, r.schedule, r.slot, r.fired_at, r.attempt, 0
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::int[]) AS r(slot_id, run_id, schedule, slot, fired_at, attempt)
+ON CONFLICT (slot_id) DO NOTHING RETURNING slot_id`
+	recordFiredPostgres = `UPDATE schedule_schedules AS s
+SET runs = s.runs + f.runs, skipped = s.skipped + f.skipped, next_slot = f.next_slot
+FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[]) AS f(name, runs, skipped, next_slot)
+WHERE s.name = f.name`
+)
+
+// insertRunsSQLite inserts n runs, returning the slot ids it inserted.
+func insertRunsSQLite(n int) string {
+	return `INSERT INTO schedule_runs (slot_id, run_id, schedule, slot, fired_at, attempt, manual) VALUES ` +
+		placeholders(n, "(?, ?, ?, ?, ?, ?, 0)") + ` ON CONFLICT (slot_id) DO NOTHING RETURNING slot_id`
+}
+
+// recordFiredSQLite is recordFired for n schedules; a row of VALUES is
+// named column1, column2, … by SQLite.
+func recordFiredSQLite(n int) string {
+	return `UPDATE schedule_schedules
+SET runs = runs + f.column2, skipped = skipped + f.column3, next_slot = f.column4
+FROM (VALUES ` + placeholders(n, "(?, ?, ?, ?)") + `) AS f
+WHERE schedule_schedules.name = f.column1`
+}

@@ -52,8 +52,11 @@ func DialectOf(q interface{ DriverName() string }) Dialect {
 //
 // A DSN beginning with postgres:// or postgresql:// opens PostgreSQL; anything
 // else is a SQLite file path or "file:" URI. SQLite connections get WAL,
-// a 10 s busy timeout, foreign keys and immediate transactions unless the DSN
-// sets them itself.
+// a 10 s busy timeout, foreign keys, immediate transactions and a page
+// cache of up to 64 MiB unless the DSN sets them itself (_cache_size).
+// The cache is allocated as pages are read, so a small database costs
+// little; SQLite's default of 2 MiB made a minute of 100,000 schedules a
+// third slower (schedule's BenchmarkEveryMinute).
 func Open(ctx context.Context, dsn string) (*DB, error) {
 	dsn = strings.TrimSpace(dsn)
 	if dsn == "" {
@@ -134,6 +137,8 @@ func sqliteOptions(dsn string) (string, error) {
 		// writers never deadlock upgrading read locks; the busy timeout
 		// then queues them.
 		"_txlock": "immediate",
+		// Negative: KiB, not pages.
+		"_cache_size": "-65536",
 	}
 	if !isMemory(dsn) {
 		defaults["_journal_mode"] = "WAL"
