@@ -1,0 +1,77 @@
+// Package dashboard is the operators' web page over a passage database:
+// tickers, to-do lists, schedules and workflows, with a JSON API under the
+// pages. It is an http.Handler, so a program mounts it in its own server;
+// "ticker run --http" serves it beside /healthz and /metrics, and
+// "ticker serve" serves it alone.
+//
+// # Pages
+//
+//	/                   tickers: each unit's cursor, next boundary, how far behind, lag;
+//	                    the leader's holder and term; ticks emitted and skipped (when a
+//	                    ticker runs in this process, see WithTickerCounts); lag over time
+//	/lists              to-do lists: pending, due now, oldest overdue, lag, parked, totals
+//	/lists/{name}       one list: its counts, a chart of items due in the next 24 hours,
+//	                    its items 50 a page (?after=cursor), ?parked=1 for parked items
+//	                    with their last error, and re-activate
+//	/schedules          each schedule's next slot in its own zone, its last runs with
+//	                    run ids and outcomes; pause, resume, trigger
+//	/workflows          instances by state (?state=running…), 50 a page (?after=id)
+//	/workflows/{id}     one instance's history as a timeline; signal and cancel
+//
+// Pages are html/template, server-rendered, charts inline SVG; the CSS and
+// the few lines of script that reload a page every refresh period (not while
+// something is typed in a form) are embedded. Nothing needs a build step.
+//
+// Item pages are keyset-paged: the cursor is the last item's (instant, id),
+// and each page walks the list's index from there, so the millionth page
+// costs what the first does. Pending items are ordered by when they may
+// next be claimed (their due time unless they failed and back off), parked
+// items by due time: the orders of the indexes the to-do list already has.
+// A list's counts are one statement each over that list's rows.
+//
+// The lag chart is sampled by the running process (Dashboard.Start, every
+// 30 s by default, two hours kept) and held in memory: it starts empty at
+// every start and each replica has its own.
+//
+// # JSON API
+//
+//	GET /api/status                       exactly what "ticker status --json" prints (ReadStatus)
+//	GET /api/lag                          the lag samples held in memory
+//	GET /api/lists                        the lists' counts (the status's todo_lists)
+//	GET /api/lists/{name}                 {stats, due_next_24h, from}
+//	GET /api/lists/{name}/items           {items, next}; ?after=<next>, ?parked=1, ?limit=1..1000
+//	GET /api/schedules                    schedules with next_slot in their zone and last_runs
+//	GET /api/schedules/{name}/runs        runs, newest first; ?limit=1..1000
+//	GET /api/workflows                    {counts, state, instances, next}; ?state=, ?after=
+//	GET /api/workflows/{id}               {instance, history}
+//
+// Errors are {"error": "..."}: 400 for bad input (a cursor that does not
+// parse, a limit out of range, an unknown state), 404 for a list, schedule
+// or instance that does not exist.
+//
+// # Actions
+//
+// Re-activating a parked item, pausing, resuming and triggering a
+// schedule, signalling and cancelling a workflow change things, so they
+// need an admin token (WithAdminToken; "--admin-token" or
+// PASSAGE_ADMIN_TOKEN on the command line). Without one the dashboard is
+// read-only: no action is shown and every action is refused with 403.
+// With one, a browser logs in with the token (a form; the session cookie
+// holds an HMAC of a fixed text under the token, HttpOnly and
+// SameSite=Strict), and a program sends "Authorization: Bearer <token>":
+//
+//	POST /lists/{name}/reactivate         form id=<item id>
+//	POST /schedules/{name}/pause|resume|trigger
+//	POST /workflows/{id}/signal           form name=<signal>, payload=<JSON>
+//	POST /workflows/{id}/cancel
+//
+// Every POST goes through net/http's CrossOriginProtection, which refuses
+// requests a browser marks cross-site (Sec-Fetch-Site) or whose Origin is
+// another host, token or not. Every action, done or refused, is logged
+// with slog.
+//
+// Reading never migrates or locks: the dashboard reads through the
+// packages' inspection functions (tick.ReadCursors, todolist.ReadItems,
+// schedule.ReadRuns, orchestration.ReadInstances…), so a read-only
+// database will do unless actions are allowed.
+package dashboard
