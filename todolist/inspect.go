@@ -179,8 +179,9 @@ const MaxPageSize = 1000
 // parked, the parked items by (Due, ID). Paging is by key, never by
 // offset: each page walks the list's index from the cursor, so the
 // millionth page costs what the first does. Claims are judged live or
-// lapsed at now (SQLite's claims; PostgreSQL keeps its claims out of the
-// item rows, so its items read as unclaimed).
+// lapsed at now, as [List.Get] judges them: on SQLite from the item rows,
+// on PostgreSQL from the live rows of todolist_claims that hold the page's
+// items (one lookup per item of the page, over the list's live claims).
 func ReadItems(ctx context.Context, q Querier, list string, parked bool, after Cursor, limit int, now time.Time) (Page, error) {
 	if err := validateName(list); err != nil {
 		return Page{}, err
@@ -189,8 +190,8 @@ func ReadItems(ctx context.Context, q Querier, list string, parked bool, after C
 	if limit <= 0 || limit > MaxPageSize {
 		return Page{}, fmt.Errorf("todolist: %s: %w: %d, must be 1 to %d", what, ErrInvalidLimit, limit, MaxPageSize)
 	}
-	ok, err := hasTables(ctx, q)
-	if err != nil || !ok {
+	tables, err := sqldb.Tables(ctx, q)
+	if err != nil || !tables["todolist_items"] || !tables["todolist_counters"] {
 		return Page{}, wrapRead(what, err)
 	}
 	key, flag := "run_at", 0
@@ -204,10 +205,23 @@ func ReadItems(ctx context.Context, q Querier, list string, parked bool, after C
 	// key >= cursor bounds the walk of the index (list, key) — whose
 	// entries end with the primary key (list, id) on SQLite — so it starts
 	// at the cursor; the OR only drops the cursor's own ties.
-	query := q.Rebind(`SELECT ` + itemColumns + ` FROM todolist_items
+	query := `SELECT ` + itemColumns + ` FROM todolist_items
 WHERE list = ? AND parked = ? AND ` + key + ` >= ? AND (` + key + ` > ? OR id > ?)
-ORDER BY ` + key + `, id LIMIT ?`)
-	rows, err := q.QueryContext(ctx, query, list, flag, at, at, id, limit+1)
+ORDER BY ` + key + `, id LIMIT ?`
+	args := []any{list, flag, at, at, id, limit + 1}
+	if sqldb.DialectOf(q) == sqldb.Postgres && tables["todolist_claims"] {
+		// PostgreSQL's claims are rows of todolist_claims (sql.go): the
+		// page is read first, then each of its items looks up the latest
+		// live claim holding its ID, as List.Get does.
+		query = `SELECT p.id, p.due, p.run_at, p.attempts, p.last_error, p.parked,
+	COALESCE(c.token, ''), COALESCE(c.until, 0)
+FROM (` + query + `) AS p LEFT JOIN LATERAL (
+	SELECT token, until FROM todolist_claims AS c
+	WHERE c.list = ? AND c.until > ? AND p.id = ANY(c.ids) ORDER BY until DESC LIMIT 1) AS c ON true
+ORDER BY p.` + key + `, p.id`
+		args = append(args, list, sqldb.EncodeTime(now))
+	}
+	rows, err := q.QueryContext(ctx, q.Rebind(query), args...)
 	if err != nil {
 		return Page{}, wrapRead(what, err)
 	}
