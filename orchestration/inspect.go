@@ -190,34 +190,58 @@ WHERE stream > ? AND stream < ? ORDER BY stream, version`), streamOf(query.After
 	return statuses, false, nil
 }
 
-// CountInstances counts the instances in each state, from the events
-// that end them alone, so it costs one pass over an index-sized summary
-// rather than every history.
+// terminalTypes are the stored names of the events that set an
+// instance's state (fold): an instance is in the state of the latest of
+// them in its history, and running while it has none.
+var terminalTypes = map[string]State{
+	"orchestration.Completed": Completed,
+	"orchestration.Failed":    Failed,
+	"orchestration.Cancelled": Cancelled,
+	"orchestration.Stuck":     Stuck,
+}
+
+// CountInstances counts the instances in each state, as [StatusOf] would
+// fold their histories, without reading them: every stream is an
+// instance (counted by its first event), and one that holds events of the
+// terminal types is in the state of the latest of them (the last that
+// fold applies); the others are running.
+//
+// The engine appends at most one terminal event per instance — it never
+// runs an instance whose history already ends it — but a history may
+// still hold several (written by another version of the package, or by
+// hand), and the latest is its status; so the count is taken per stream,
+// never per event.
 func CountInstances(ctx context.Context, q Querier) (map[State]int, error) {
 	counts := map[State]int{Running: 0, Completed: 0, Failed: 0, Cancelled: 0, Stuck: 0}
 	ok, err := hasEvents(ctx, q)
 	if err != nil || !ok {
 		return counts, wrapInspect("count instances", err)
 	}
+	var instances int
+	err = sqlx.GetContext(ctx, q, &instances, q.Rebind(`SELECT COUNT(*) FROM `+eventsTable+`
+WHERE stream > ? AND stream < ? AND version = 1`), streamPrefix, "workflow0")
+	if err != nil {
+		return counts, wrapInspect("count instances", err)
+	}
 	var rows []struct {
 		Type string `db:"type"`
 		N    int    `db:"n"`
 	}
-	err = sqlx.SelectContext(ctx, q, &rows, q.Rebind(`SELECT type, COUNT(*) AS n FROM `+eventsTable+`
-WHERE stream > ? AND stream < ? AND (version = 1 OR type IN (?, ?, ?, ?)) GROUP BY type`),
+	// Per stream, the version of its latest terminal event, then that
+	// event's type; (stream, version) is the table's unique key.
+	err = sqlx.SelectContext(ctx, q, &rows, q.Rebind(`SELECT e.type, COUNT(*) AS n FROM `+eventsTable+` AS e
+JOIN (SELECT stream, MAX(version) AS version FROM `+eventsTable+`
+	WHERE stream > ? AND stream < ? AND type IN (?, ?, ?, ?) GROUP BY stream) AS last
+ON e.stream = last.stream AND e.version = last.version
+GROUP BY e.type`),
 		streamPrefix, "workflow0", "orchestration.Completed", "orchestration.Failed", "orchestration.Cancelled", "orchestration.Stuck")
 	if err != nil {
 		return counts, wrapInspect("count instances", err)
 	}
-	ended := map[string]State{"orchestration.Completed": Completed, "orchestration.Failed": Failed, "orchestration.Cancelled": Cancelled, "orchestration.Stuck": Stuck}
+	counts[Running] = instances
 	for _, r := range rows {
-		if st, ok := ended[r.Type]; ok {
-			counts[st] += r.N
-			counts[Running] -= r.N
-		}
-		if r.Type == "orchestration.Started" {
-			counts[Running] += r.N
-		}
+		counts[terminalTypes[r.Type]] += r.N
+		counts[Running] -= r.N
 	}
 	return counts, nil
 }
