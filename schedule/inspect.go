@@ -153,9 +153,11 @@ func ReadRuns(ctx context.Context, q Querier, name string, limit int) ([]RunReco
 		Finished int    `db:"finished"`
 	}
 	// The index (schedule, slot) serves the order; fired_at breaks the
-	// ties of manual runs, whose slot is their firing instant.
+	// ties of manual runs, whose slot is their firing instant, and the run
+	// id those of two runs at one instant (a UUIDv7: the later one
+	// created sorts after), so the order is the same at every read.
 	err = sqlx.SelectContext(ctx, q, &rows, q.Rebind(`SELECT slot_id, run_id, schedule, slot, fired_at, attempt, manual, finished
-FROM schedule_runs WHERE schedule = ? ORDER BY slot DESC, fired_at DESC LIMIT ?`), name, limit)
+FROM schedule_runs WHERE schedule = ? ORDER BY slot DESC, fired_at DESC, run_id DESC LIMIT ?`), name, limit)
 	if err != nil {
 		return nil, fmt.Errorf("schedule: read runs of %q: %w", name, err)
 	}
