@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
-	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/orchestration"
 	"github.com/passage-of-time/passage/tick"
 )
@@ -50,18 +49,15 @@ func workflowCommand(ctx context.Context, env Env, args []string) error {
 	return usagef("unknown subcommand %q (run \"ticker workflow -h\")", args[0])
 }
 
-// The orchestration package keeps an instance's history in the event
-// store stream "workflow/<id>" and has no read-only way in: New migrates
-// the event store's and the to-do list's tables. So, as readonly.go does
-// for tick and todolist, the histories are read here with SQL, and their
-// events decoded by the names orchestration registers them under
-// (orchestration/history.go).
+// The histories are read through orchestration's inspection functions
+// (ReadHistory, ReadInstances, StatusOf), which never migrate:
+// orchestration.New creates the event store's and the to-do list's
+// tables, so the commands that only read open the database read-only and
+// never call it.
 
-// eventsTable is the event store's table.
+// eventsTable is the event store's table, whose absence says the
+// database is not an orchestration engine's at all.
 const eventsTable = "eventstore_events"
-
-// workflowStreamPrefix starts the name of every instance's stream.
-const workflowStreamPrefix = "workflow/"
 
 // errNoWorkflows is returned for a database that holds no instance.
 var errNoWorkflows = errors.New("no workflows: the database has no event store tables (is it the database the orchestration engine uses?)")
@@ -69,90 +65,9 @@ var errNoWorkflows = errors.New("no workflows: the database has no event store t
 // errNoInstances is returned for an event store without workflow streams.
 var errNoInstances = errors.New("no workflows: the event store holds no workflow/ streams")
 
-func decodeAs[E any](data []byte) (any, error) {
-	var e E
-	err := json.Unmarshal(data, &e)
-	return e, err
-}
-
-// workflowEvents are orchestration's event types by their stored names.
-var workflowEvents = map[string]func([]byte) (any, error){
-	"orchestration.Started":               decodeAs[orchestration.WorkflowStarted],
-	"orchestration.NowRecorded":           decodeAs[orchestration.NowRecorded],
-	"orchestration.IDRecorded":            decodeAs[orchestration.IDRecorded],
-	"orchestration.StepCompleted":         decodeAs[orchestration.StepCompleted],
-	"orchestration.StepAttemptFailed":     decodeAs[orchestration.StepAttemptFailed],
-	"orchestration.StepFailed":            decodeAs[orchestration.StepFailed],
-	"orchestration.TimerScheduled":        decodeAs[orchestration.TimerScheduled],
-	"orchestration.TimerFired":            decodeAs[orchestration.TimerFired],
-	"orchestration.AwaitStarted":          decodeAs[orchestration.AwaitStarted],
-	"orchestration.SignalConsumed":        decodeAs[orchestration.SignalConsumed],
-	"orchestration.AwaitTimedOut":         decodeAs[orchestration.AwaitTimedOut],
-	"orchestration.CompensationCompleted": decodeAs[orchestration.CompensationCompleted],
-	"orchestration.Completed":             decodeAs[orchestration.WorkflowCompleted],
-	"orchestration.Failed":                decodeAs[orchestration.WorkflowFailed],
-	"orchestration.Cancelled":             decodeAs[orchestration.WorkflowCancelled],
-	"orchestration.Stuck":                 decodeAs[orchestration.WorkflowStuck],
-	"orchestration.SignalReceived":        decodeAs[orchestration.SignalReceived],
-	"orchestration.CancelRequested":       decodeAs[orchestration.CancelRequested],
-}
-
-// historyEvent is one event of an instance's stream.
-type historyEvent struct {
-	Version    int64
-	Type       string
-	Data       json.RawMessage
-	RecordedAt time.Time
-	// Event is the decoded orchestration event, or nil for a type this
-	// binary does not know (written by a newer orchestration).
-	Event any
-}
-
-func decodeHistoryEvent(typ string, data []byte, at int64, version int64) historyEvent {
-	h := historyEvent{Version: version, Type: typ, Data: append(json.RawMessage(nil), data...), RecordedAt: sqldb.DecodeTime(at)}
-	if decode, ok := workflowEvents[typ]; ok {
-		if e, err := decode(data); err == nil {
-			h.Event = e
-		}
-	}
-	return h
-}
-
-// instanceStatus folds a history into the instance's status, as
-// orchestration's Engine.Status does.
-type instanceStatus struct{ orchestration.Status }
-
-func (s *instanceStatus) apply(h historyEvent) {
-	s.Events++
-	switch e := h.Event.(type) {
-	case orchestration.WorkflowStarted:
-		s.Workflow, s.StartedAt = e.Workflow, e.At
-	case orchestration.TimerScheduled:
-		s.WaitingUntil = e.Until
-	case orchestration.AwaitStarted:
-		s.WaitingUntil = e.Until
-	case orchestration.StepAttemptFailed:
-		s.WaitingUntil = e.RetryAt
-	case orchestration.TimerFired, orchestration.SignalConsumed, orchestration.AwaitTimedOut, orchestration.StepCompleted:
-		s.WaitingUntil = time.Time{}
-	case orchestration.WorkflowCompleted:
-		s.State, s.WaitingUntil = orchestration.Completed, time.Time{}
-	case orchestration.WorkflowFailed:
-		s.State, s.Error, s.WaitingUntil = orchestration.Failed, e.Error, time.Time{}
-	case orchestration.WorkflowCancelled:
-		s.State, s.WaitingUntil = orchestration.Cancelled, time.Time{}
-	case orchestration.WorkflowStuck:
-		s.State, s.Error, s.WaitingUntil = orchestration.Stuck, e.Error, time.Time{}
-	}
-}
-
-func newInstanceStatus(id string) *instanceStatus {
-	return &instanceStatus{Status: orchestration.Status{Instance: id, State: orchestration.Running}}
-}
-
 // openWorkflows opens dsn read-only in a read-only transaction and checks
 // that it has the event store's table; done ends both.
-func openWorkflows(ctx context.Context, dsn string) (q queryer, done func(), err error) {
+func openWorkflows(ctx context.Context, dsn string) (q orchestration.Querier, done func(), err error) {
 	snap, err := openSnapshot(ctx, dsn)
 	if err != nil {
 		return nil, nil, err
@@ -164,58 +79,22 @@ func openWorkflows(ctx context.Context, dsn string) (q queryer, done func(), err
 	return snap.tx, snap.close, nil
 }
 
-// readHistory returns an instance's events in order; none for an id never
-// started.
-func readHistory(ctx context.Context, q queryer, id string) ([]historyEvent, error) {
-	rows, err := q.QueryxContext(ctx, q.Rebind(`SELECT version, type, data, recorded_at FROM `+eventsTable+` WHERE stream = ? ORDER BY version`), workflowStreamPrefix+id)
-	if err != nil {
-		return nil, fmt.Errorf("read the history of %s: %w", id, err)
-	}
-	defer rows.Close()
-	var out []historyEvent
-	for rows.Next() {
-		var (
-			version, at int64
-			typ         string
-			data        []byte
-		)
-		if err := rows.Scan(&version, &typ, &data, &at); err != nil {
-			return nil, fmt.Errorf("read the history of %s: %w", id, err)
+// readInstances returns the status of every instance, by start time then
+// ID, paging through orchestration.ReadInstances (which holds one history
+// at a time).
+func readInstances(ctx context.Context, q orchestration.Querier) ([]orchestration.Status, error) {
+	var out []orchestration.Status
+	after := ""
+	for {
+		page, more, err := orchestration.ReadInstances(ctx, q, orchestration.InstanceQuery{After: after, Limit: orchestration.MaxInstancesRead})
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, decodeHistoryEvent(typ, data, at, version))
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read the history of %s: %w", id, err)
-	}
-	return out, nil
-}
-
-// readInstances folds every workflow stream into its instance's status,
-// reading the events stream by stream without holding them.
-func readInstances(ctx context.Context, q queryer) ([]*instanceStatus, error) {
-	rows, err := q.QueryxContext(ctx, q.Rebind(`SELECT stream, version, type, data, recorded_at FROM `+eventsTable+` WHERE stream LIKE ? ORDER BY stream, version`), workflowStreamPrefix+"%")
-	if err != nil {
-		return nil, fmt.Errorf("read the workflows: %w", err)
-	}
-	defer rows.Close()
-	var out []*instanceStatus
-	for rows.Next() {
-		var (
-			stream, typ string
-			version, at int64
-			data        []byte
-		)
-		if err := rows.Scan(&stream, &version, &typ, &data, &at); err != nil {
-			return nil, fmt.Errorf("read the workflows: %w", err)
+		out = append(out, page...)
+		if !more || len(page) == 0 {
+			break
 		}
-		id := strings.TrimPrefix(stream, workflowStreamPrefix)
-		if len(out) == 0 || out[len(out)-1].Instance != id {
-			out = append(out, newInstanceStatus(id))
-		}
-		out[len(out)-1].apply(decodeHistoryEvent(typ, data, at, version))
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read the workflows: %w", err)
+		after = page[len(page)-1].Instance
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].StartedAt.Equal(out[j].StartedAt) {
@@ -288,7 +167,7 @@ func workflowListCommand(ctx context.Context, env Env, args []string) error {
 	list := []listedWorkflow{} // [] rather than null in JSON
 	for _, s := range all {
 		if *state == "" || string(s.State) == *state {
-			list = append(list, listed(s.Status, loc))
+			list = append(list, listed(s, loc))
 		}
 	}
 	if *asJSON {
@@ -389,22 +268,21 @@ func workflowShowCommand(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer done()
-	history, err := readHistory(ctx, q, id)
+	history, err := orchestration.ReadHistory(ctx, q, id)
 	if err != nil {
 		return err
 	}
 	if len(history) == 0 {
 		return unknownInstance(id, *dsn)
 	}
-	st := newInstanceStatus(id)
+	st := orchestration.StatusOf(id, history)
 	shown := shownWorkflow{History: []timelineEvent{}}
 	for _, h := range history {
-		st.apply(h)
 		shown.History = append(shown.History, timelineEvent{
 			Version: h.Version, RecordedAt: sink.Time{Time: h.RecordedAt.In(loc)}, Type: h.Type, Description: describeEvent(h, loc), Data: h.Data,
 		})
 	}
-	shown.listedWorkflow = listed(st.Status, loc)
+	shown.listedWorkflow = listed(st, loc)
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
@@ -417,7 +295,7 @@ func workflowShowCommand(ctx context.Context, env Env, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(env.Stdout, summary(st.Status, loc))
+	fmt.Fprintln(env.Stdout, summary(st, loc))
 	return nil
 }
 
@@ -436,7 +314,7 @@ func summary(s orchestration.Status, loc *time.Location) string {
 }
 
 // describeEvent says what an event of the history means.
-func describeEvent(h historyEvent, loc *time.Location) string {
+func describeEvent(h orchestration.HistoryEvent, loc *time.Location) string {
 	at := func(t time.Time) string { return tick.FormatTime(t.In(loc)) }
 	switch e := h.Event.(type) {
 	case orchestration.WorkflowStarted:

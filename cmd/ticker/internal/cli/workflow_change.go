@@ -21,7 +21,7 @@ func changeWorkflow(ctx context.Context, env Env, dsn, id, verb string, change f
 		}
 		return err
 	}
-	history, err := readHistory(ctx, q, id)
+	history, err := orchestration.ReadHistory(ctx, q, id)
 	done()
 	if err != nil {
 		return err
@@ -29,11 +29,7 @@ func changeWorkflow(ctx context.Context, env Env, dsn, id, verb string, change f
 	if len(history) == 0 {
 		return unknownInstance(id, dsn)
 	}
-	st := newInstanceStatus(id)
-	for _, h := range history {
-		st.apply(h)
-	}
-	if st.State != orchestration.Running {
+	if st := orchestration.StatusOf(id, history); st.State != orchestration.Running {
 		// The engine would append it all the same, and nothing would
 		// ever read it.
 		return fmt.Errorf("%s is %s: nothing would %s it", id, st.State, verb)
