@@ -56,7 +56,7 @@ func (d *Dashboard) action(f actionFunc) http.Handler {
 			writeJSON(w, http.StatusOK, map[string]string{"done": done})
 			return
 		}
-		http.Redirect(w, r, back+"?done="+url.QueryEscape(done), http.StatusSeeOther)
+		http.Redirect(w, r, d.base+back+"?done="+url.QueryEscape(done), http.StatusSeeOther)
 	})
 }
 
@@ -74,18 +74,19 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.logger.Info("dashboard: login", "remote", r.RemoteAddr)
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: d.sessionValue(), Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: d.sessionValue(), Path: d.base + "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-	http.Redirect(w, r, localPath(r.PostFormValue("back")), http.StatusSeeOther)
+	http.Redirect(w, r, d.base+localPath(r.PostFormValue("back")), http.StatusSeeOther)
 }
 
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, localPath(r.PostFormValue("back")), http.StatusSeeOther)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: d.base + "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, d.base+localPath(r.PostFormValue("back")), http.StatusSeeOther)
 }
 
 // localPath keeps a redirect on this site: anything but a plain path
-// ("//evil", "https://…") goes to the start page.
+// ("//evil", "https://…") goes to the start page. The path is the
+// dashboard's own, below its base path.
 func localPath(p string) string {
 	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
 		return "/"

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +44,7 @@ type Dashboard struct {
 	engine    *orchestration.Engine
 	counts    func() map[tick.Unit]TickerCounts
 	refresh   time.Duration
+	base      string
 	lag       *lagHistory
 	every     time.Duration
 	pages     map[string]*template.Template
@@ -160,6 +162,23 @@ func WithRefresh(every time.Duration) Option {
 	}
 }
 
+// WithBasePath serves the dashboard under path (e.g. "/ops") instead of
+// at the root: mount it with mux.Handle("/ops/", d). It answers the
+// requests under path+"/" alone (path itself redirects there), reads them
+// with the prefix removed, and writes every link, form, redirect and the
+// session cookie's path with the prefix. "" and "/" mean the root. A
+// path must start with "/" and hold no "?", "#" or "//".
+func WithBasePath(path string) Option {
+	return func(d *Dashboard) error {
+		p := strings.TrimSuffix(path, "/")
+		if p != "" && (!strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#") || strings.Contains(p, "//")) {
+			return fmt.Errorf("%w: base path %q: want \"\" or a path such as \"/ops\"", ErrInvalidOption, path)
+		}
+		d.base = p
+		return nil
+	}
+}
+
 // WithLagSampling sets how often [Dashboard.Start] samples the lag for
 // the lag chart (default 30s) and how many samples it keeps in memory
 // (default 240: two hours). The history is the running process's own: it
@@ -196,8 +215,28 @@ func New(db *sqlx.DB, opts ...Option) (*Dashboard, error) {
 		return nil, err
 	}
 	d.pages = pages
-	d.handler = d.routes()
+	d.handler = d.mount(d.routes())
 	return d, nil
+}
+
+// mount serves h under the base path (WithBasePath): the requests below
+// it reach h with the prefix removed; the path itself redirects to its
+// start page, and anything else is not the dashboard's.
+func (d *Dashboard) mount(h http.Handler) http.Handler {
+	if d.base == "" {
+		return h
+	}
+	inner := http.StripPrefix(d.base, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == d.base:
+			http.Redirect(w, r, d.base+"/", http.StatusMovedPermanently)
+		case strings.HasPrefix(r.URL.Path, d.base+"/"):
+			inner.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})
 }
 
 // ServeHTTP implements http.Handler.

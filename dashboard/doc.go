@@ -4,6 +4,17 @@
 // "ticker run --http" serves it beside /healthz and /metrics, and
 // "ticker serve" serves it alone.
 //
+// The paths below are from the root. To mount it under a path of its
+// own, give that path to WithBasePath and mount it there:
+//
+//	d, err := dashboard.New(db, dashboard.WithBasePath("/ops"))
+//	mux.Handle("/ops/", d)
+//
+// It then answers below /ops/ alone, and writes every link, form,
+// redirect and its session cookie's path with the prefix. (Wrapping it in
+// http.StripPrefix without the option serves the pages, but their links
+// point at the root.)
+//
 // # Pages
 //
 //	/                   tickers: each unit's cursor, next boundary, how far behind, lag;

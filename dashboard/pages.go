@@ -77,13 +77,17 @@ type view struct {
 	// this request proved it knows it, so action buttons show.
 	Writable, Admin bool
 	Done            string
-	Path            string
-	Data            any
+	// Path is the page's own, below Base: where log in and out return.
+	Path string
+	// Base is the path the dashboard is served under (WithBasePath),
+	// "" at the root; every link starts with it.
+	Base string
+	Data any
 }
 
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
 	v := view{Title: title, Nav: name, Now: tick.FormatTime(d.clock.Now().In(d.loc)), Refresh: int(d.refresh.Seconds()),
-		Writable: d.token != "", Admin: d.admin(r), Done: r.URL.Query().Get("done"), Path: r.URL.RequestURI(), Data: data}
+		Writable: d.token != "", Admin: d.admin(r), Done: r.URL.Query().Get("done"), Path: r.URL.RequestURI(), Base: d.base, Data: data}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := d.pages[name].ExecuteTemplate(w, "layout", v); err != nil {
 		d.logger.Error("dashboard: render", "page", name, "error", err)
