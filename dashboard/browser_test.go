@@ -79,11 +79,24 @@ func screenshots(t *testing.T) string {
 // shoot saves a full-page screenshot as name.png.
 func shoot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	// Quality 100 is what makes chromedp capture PNG rather than JPEG.
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	path := filepath.Join(screenshots(t), name+".png")
 	require.NoError(t, os.WriteFile(path, png, 0o644))
 	t.Logf("screenshot: %s", path)
+}
+
+// submit runs action, which sends a form, and waits for the page its
+// answer loads to show #done. Waiting for #done alone could find it on the
+// page before, which the previous action left: the test then went on
+// while the form was still in flight (a navigation aborted by the next
+// one, or a check made before the action happened).
+func submit(t *testing.T, ctx context.Context, action chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	_, err := chromedp.RunResponse(ctx, action)
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#done"))))
 }
 
 // text returns the text of the first element sel matches, once visible.
@@ -178,8 +191,10 @@ func until(t *testing.T, ctx context.Context, condition string) {
 func login(t *testing.T, ctx context.Context, url, token string) {
 	t.Helper()
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#login")),
-		chromedp.SendKeys(chromedp.CSS(`#login input[name=token]`), token),
-		chromedp.Submit(chromedp.CSS(`#login`))))
+		chromedp.SendKeys(chromedp.CSS(`#login input[name=token]`), token)))
+	// Until the answer's page has loaded, the login page is still there.
+	_, err := chromedp.RunResponse(ctx, chromedp.Submit(chromedp.CSS(`#login`)))
+	require.NoError(t, err)
 }
 
 func TestBrowserActionsWithTheToken(t *testing.T) {
@@ -195,21 +210,21 @@ func TestBrowserActionsWithTheToken(t *testing.T) {
 	require.Contains(t, body, "wrong admin token")
 
 	login(t, ctx, srv.URL+"/schedules", testToken)
-	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#logout")),
-		chromedp.Click(chromedp.CSS(`#schedule-poll button.pause`)), chromedp.WaitVisible(chromedp.CSS("#done"))))
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#logout"))))
+	submit(t, ctx, chromedp.Click(chromedp.CSS(`#schedule-poll button.pause`)))
 	require.True(t, schedules(t, f)["poll"], "pause from the page did not pause poll")
 	require.Contains(t, text(t, ctx, srv.URL+"/schedules", "#schedule-poll"), "paused")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#schedule-poll button.resume`)), chromedp.WaitVisible(chromedp.CSS("#done"))))
+	submit(t, ctx, chromedp.Click(chromedp.CSS(`#schedule-poll button.resume`)))
 	require.False(t, schedules(t, f)["poll"])
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#schedule-weekly-report button.trigger`)), chromedp.WaitVisible(chromedp.CSS("#done"))))
+	submit(t, ctx, chromedp.Click(chromedp.CSS(`#schedule-weekly-report button.trigger`)))
 	done := text(t, ctx, srv.URL+"/schedules?done=x", "#done")
 	require.NotEmpty(t, done)
 	require.Len(t, f.triggered, 2, "the page's trigger did not reach the scheduler's handler")
 	require.Contains(t, text(t, ctx, srv.URL+"/schedules", "#schedule-weekly-report"), f.triggered[1].RunID)
 
 	// Re-activate the parked item.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/lists/pending-orders?parked=1"), chromedp.WaitVisible(chromedp.CSS("button.reactivate")),
-		chromedp.Click(chromedp.CSS("button.reactivate")), chromedp.WaitVisible(chromedp.CSS("#done"))))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/lists/pending-orders?parked=1"), chromedp.WaitVisible(chromedp.CSS("button.reactivate"))))
+	submit(t, ctx, chromedp.Click(chromedp.CSS("button.reactivate")))
 	it, err := f.orders.Get(context.Background(), "order-broken")
 	require.NoError(t, err)
 	require.False(t, it.Parked)
@@ -217,11 +232,11 @@ func TestBrowserActionsWithTheToken(t *testing.T) {
 	// Signal a workflow, then see it on the timeline.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/workflows/order-1"), chromedp.WaitVisible(chromedp.CSS("#signal")),
 		chromedp.SendKeys(chromedp.CSS(`#signal input[name=name]`), "paid"),
-		chromedp.SendKeys(chromedp.CSS(`#signal input[name=payload]`), `"pay_42"`),
-		chromedp.Submit(chromedp.CSS(`#signal`)), chromedp.WaitVisible(chromedp.CSS("#done"))))
+		chromedp.SendKeys(chromedp.CSS(`#signal input[name=payload]`), `"pay_42"`)))
+	submit(t, ctx, chromedp.Submit(chromedp.CSS(`#signal`)))
 	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), `signal "paid" received: "pay_42"`)
 	shoot(t, ctx, "workflow-admin")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#cancel button`)), chromedp.WaitVisible(chromedp.CSS("#done"))))
+	submit(t, ctx, chromedp.Click(chromedp.CSS(`#cancel button`)))
 	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), "cancel requested")
 }
 
