@@ -219,7 +219,7 @@ func (d *Dashboard) readList(r *http.Request) (listView, int, error) {
 	if err != nil {
 		return listView{}, http.StatusInternalServerError, err
 	}
-	return listView{Stats: listStatus(stats, now, d.loc), DueNext24h: due, From: Time{from}}, 0, nil
+	return listView{Stats: listStatus(stats, now, d.loc), DueNext24h: due, From: Time{Time: from}}, 0, nil
 }
 
 // readItems reads the page of items ?after= names (?parked=1 for the
@@ -243,7 +243,7 @@ func (d *Dashboard) readItems(r *http.Request) (itemsView, bool, int, error) {
 	}
 	v := itemsView{Items: []itemView{}, Next: page.Next.String()}
 	for _, it := range page.Items {
-		v.Items = append(v.Items, itemView{ID: it.ID, Due: Time{it.Due.In(d.loc)}, NextAttempt: Time{it.NextAttempt.In(d.loc)},
+		v.Items = append(v.Items, itemView{ID: it.ID, Due: Time{Time: it.Due.In(d.loc)}, NextAttempt: Time{Time: it.NextAttempt.In(d.loc)},
 			Attempts: it.Attempts, LastError: it.LastError, Parked: it.Parked, Claimed: it.Claimed})
 	}
 	return v, parked, 0, nil
@@ -327,7 +327,7 @@ func (d *Dashboard) readSchedules(r *http.Request) ([]scheduleView, error) {
 func runViews(runs []schedule.RunRecord, loc *time.Location) []runView {
 	out := []runView{}
 	for _, r := range runs {
-		out = append(out, runView{RunID: r.RunID, SlotID: r.SlotID, Slot: Time{r.Slot.In(loc)}, FiredAt: Time{r.FiredAt.In(loc)},
+		out = append(out, runView{RunID: r.RunID, SlotID: r.SlotID, Slot: Time{Time: r.Slot.In(loc)}, FiredAt: Time{Time: r.FiredAt.In(loc)},
 			Attempt: r.Attempt, Manual: r.Manual, Outcome: r.Outcome()})
 	}
 	return out
@@ -448,7 +448,7 @@ func (d *Dashboard) readWorkflow(r *http.Request) (workflowView, int, error) {
 	}
 	v := workflowView{Instance: d.instance(orchestration.StatusOf(id, history))}
 	for _, h := range history {
-		v.History = append(v.History, eventView{Version: h.Version, Type: h.Type, RecordedAt: Time{h.RecordedAt.In(d.loc)}, Summary: summarize(h, d.loc), Data: h.Data})
+		v.History = append(v.History, eventView{Version: h.Version, Type: h.Type, RecordedAt: Time{Time: h.RecordedAt.In(d.loc)}, Summary: summarize(h, d.loc), Data: h.Data})
 	}
 	return v, 0, nil
 }

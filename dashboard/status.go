@@ -74,7 +74,7 @@ const BehindCap = 100000
 func ReadStatus(ctx context.Context, q Querier, now time.Time, loc *time.Location) (Status, error) {
 	now = now.In(loc)
 	// Empty lists, not null, so JSON consumers can iterate without checks.
-	report := Status{Now: Time{now}, Warnings: []string{}, Units: []UnitStatus{}, Lists: []ListStatus{}}
+	report := Status{Now: Time{Time: now}, Warnings: []string{}, Units: []UnitStatus{}, Lists: []ListStatus{}}
 	cursors, err := tick.ReadCursors(ctx, q)
 	if err != nil {
 		return Status{}, err
@@ -91,14 +91,14 @@ func ReadStatus(ctx context.Context, q Querier, now time.Time, loc *time.Locatio
 			report.Warnings = append(report.Warnings, fmt.Sprintf(
 				"the %s cursor %s is not on a boundary of unit %s in %s: pass the --tz the ticker runs with", u, tick.FormatTime(c), u, loc))
 		}
-		report.Units = append(report.Units, UnitStatus{Unit: u, Cursor: TimeOf(c), Next: Time{tick.Next(u, c, loc)}, Behind: behind(u, c, now, loc)})
+		report.Units = append(report.Units, UnitStatus{Unit: u, Cursor: TimeOf(c), Next: Time{Time: tick.Next(u, c, loc)}, Behind: behind(u, c, now, loc)})
 	}
 	lease, err := tick.ReadLease(ctx, q)
 	if err != nil {
 		return Status{}, err
 	}
 	if lease.Holder != "" {
-		report.Lease = &LeaseStatus{Holder: lease.Holder, Term: lease.Term, Expires: Time{lease.Expires.In(loc)}, Live: lease.Expires.After(now)}
+		report.Lease = &LeaseStatus{Holder: lease.Holder, Term: lease.Term, Expires: Time{Time: lease.Expires.In(loc)}, Live: lease.Expires.After(now)}
 	}
 	lists, err := todolist.ReadStats(ctx, q, now)
 	if err != nil {
@@ -130,40 +130,9 @@ func behind(u tick.Unit, cursor, now time.Time, loc *time.Location) int {
 	return n
 }
 
-// Time is an instant whose JSON form is lossless: RFC 3339 with the
-// offset's seconds when it has any (tick.FormatTime). encoding/json
-// writes a time.Time with time.RFC3339Nano, which prints local mean time
-// such as Africa/Monrovia's -00:44:30 as -00:44, naming another instant.
-type Time struct{ time.Time }
-
-// MarshalJSON implements json.Marshaler with tick.AppendTime.
-func (t Time) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, len(tick.LayoutSecondsOffset)+2)
-	b = append(b, '"')
-	b = tick.AppendTime(b, t.Time)
-	return append(b, '"'), nil
-}
-
-// UnmarshalJSON implements json.Unmarshaler with tick.ParseTime.
-func (t *Time) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		return nil
-	}
-	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
-		return fmt.Errorf("dashboard: time %s is not a JSON string", b)
-	}
-	parsed, err := tick.ParseTime(string(b[1 : len(b)-1]))
-	if err != nil {
-		return err
-	}
-	t.Time = parsed
-	return nil
-}
+// Time is an instant whose JSON form is lossless (tick.JSONTime): RFC 3339
+// with the offset's seconds when it has any.
+type Time = tick.JSONTime
 
 // TimeOf returns t as a *Time; the zero time is nil (JSON null).
-func TimeOf(t time.Time) *Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &Time{t}
-}
+func TimeOf(t time.Time) *Time { return tick.JSONTimeOf(t) }

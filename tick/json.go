@@ -12,19 +12,37 @@ import (
 // write their instants with AppendTime and read them with ParseTime; the
 // field names are those encoding/json gives the structs.
 
-// jsonTime is a time.Time written by AppendTime and read by ParseTime.
-type jsonTime time.Time
+// JSONTime is an instant whose JSON form is lossless: a string written by
+// AppendTime (RFC 3339, with the offset's seconds when it has any) and read
+// by ParseTime, so that it comes back the same instant in the same offset.
+// encoding/json writes a time.Time with time.RFC3339Nano, which prints
+// Africa/Monrovia's -00:44:30 as -00:44, naming another instant. The
+// event types marshal their instants this way; use it in JSON of your own
+// (the ticker's sinks and the dashboard's API do). JSON null leaves it
+// as it was, as it does a time.Time.
+type JSONTime struct{ time.Time }
 
-func (t jsonTime) MarshalJSON() ([]byte, error) {
+// JSONTimeOf returns t as a *JSONTime, and the zero time as nil, which JSON
+// shows as null (or omits).
+func JSONTimeOf(t time.Time) *JSONTime {
+	if t.IsZero() {
+		return nil
+	}
+	return &JSONTime{t}
+}
+
+// MarshalJSON implements json.Marshaler with AppendTime.
+func (t JSONTime) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, len(LayoutSecondsOffset)+2)
 	b = append(b, '"')
-	b = AppendTime(b, time.Time(t))
+	b = AppendTime(b, t.Time)
 	return append(b, '"'), nil
 }
 
-func (t *jsonTime) UnmarshalJSON(b []byte) error {
+// UnmarshalJSON implements json.Unmarshaler with ParseTime.
+func (t *JSONTime) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
-		return nil // as time.Time does: null leaves the value alone
+		return nil
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
@@ -34,14 +52,14 @@ func (t *jsonTime) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*t = jsonTime(v)
+	t.Time = v
 	return nil
 }
 
 type passageJSON struct {
-	At        jsonTime
-	Since     jsonTime
-	EmittedAt jsonTime
+	At        JSONTime
+	Since     JSONTime
+	EmittedAt JSONTime
 	CatchUp   bool
 }
 
@@ -52,41 +70,41 @@ type passageJSON struct {
 // fields inherits this method too, and needs a MarshalJSON of its own to
 // keep them.
 func (p Passage) MarshalJSON() ([]byte, error) {
-	return json.Marshal(passageJSON{jsonTime(p.At), jsonTime(p.Since), jsonTime(p.EmittedAt), p.CatchUp})
+	return json.Marshal(passageJSON{JSONTime{p.At}, JSONTime{p.Since}, JSONTime{p.EmittedAt}, p.CatchUp})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes, and RFC 3339 instants too:
 // each instant comes back equal, with its offset.
 func (p *Passage) UnmarshalJSON(b []byte) error {
-	v := passageJSON{jsonTime(p.At), jsonTime(p.Since), jsonTime(p.EmittedAt), p.CatchUp}
+	v := passageJSON{JSONTime{p.At}, JSONTime{p.Since}, JSONTime{p.EmittedAt}, p.CatchUp}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return fmt.Errorf("tick: decode passage: %w", err)
 	}
-	*p = Passage{At: time.Time(v.At), Since: time.Time(v.Since), EmittedAt: time.Time(v.EmittedAt), CatchUp: v.CatchUp}
+	*p = Passage{At: v.At.Time, Since: v.Since.Time, EmittedAt: v.EmittedAt.Time, CatchUp: v.CatchUp}
 	return nil
 }
 
 type ticksSkippedJSON struct {
 	Unit      Unit
-	From      jsonTime
-	To        jsonTime
+	From      JSONTime
+	To        JSONTime
 	Count     int64
 	Policy    string
-	EmittedAt jsonTime
+	EmittedAt JSONTime
 }
 
 // MarshalJSON writes s as encoding/json would, with its instants printed
 // by FormatTime (see Passage.MarshalJSON).
 func (s TicksSkipped) MarshalJSON() ([]byte, error) {
-	return json.Marshal(ticksSkippedJSON{s.Unit, jsonTime(s.From), jsonTime(s.To), s.Count, s.Policy, jsonTime(s.EmittedAt)})
+	return json.Marshal(ticksSkippedJSON{s.Unit, JSONTime{s.From}, JSONTime{s.To}, s.Count, s.Policy, JSONTime{s.EmittedAt}})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (s *TicksSkipped) UnmarshalJSON(b []byte) error {
-	v := ticksSkippedJSON{s.Unit, jsonTime(s.From), jsonTime(s.To), s.Count, s.Policy, jsonTime(s.EmittedAt)}
+	v := ticksSkippedJSON{s.Unit, JSONTime{s.From}, JSONTime{s.To}, s.Count, s.Policy, JSONTime{s.EmittedAt}}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return fmt.Errorf("tick: decode skip report: %w", err)
 	}
-	*s = TicksSkipped{Unit: v.Unit, From: time.Time(v.From), To: time.Time(v.To), Count: v.Count, Policy: v.Policy, EmittedAt: time.Time(v.EmittedAt)}
+	*s = TicksSkipped{Unit: v.Unit, From: v.From.Time, To: v.To.Time, Count: v.Count, Policy: v.Policy, EmittedAt: v.EmittedAt.Time}
 	return nil
 }

@@ -105,3 +105,23 @@ func TestErrorsPrintInstantsLosslessly(t *testing.T) {
 	require.ErrorContains(t, tk.EmitUntil(ctx, day(1)), "(day cursor at 1960-03-01T00:00:00-00:44:30)")
 	require.ErrorContains(t, tk.EmitUntil(ctx, day(9)), "EmitUntil(1960-03-09T00:00:00-00:44:30) with the clock at 1960-03-05T01:00:00-00:44:30")
 }
+
+func TestJSONTimeRoundTripsOffsetsWithSeconds(t *testing.T) {
+	t.Parallel()
+	monrovia := loadZone(t, "Africa/Monrovia")
+	at := time.Date(1960, 1, 2, 0, 0, 0, 0, monrovia)
+	b, err := json.Marshal(struct{ At *JSONTime }{JSONTimeOf(at)})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"At":"1960-01-02T00:00:00-00:44:30"}`, string(b))
+	var back struct{ At *JSONTime }
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.True(t, back.At.Equal(at), "%s is not %s", back.At, at)
+	_, offset := back.At.Zone()
+	require.Equal(t, -(44*60 + 30), offset)
+
+	require.Nil(t, JSONTimeOf(time.Time{}), "the zero time is null")
+	b, err = json.Marshal(struct{ At *JSONTime }{JSONTimeOf(time.Time{})})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"At":null}`, string(b))
+	require.ErrorContains(t, json.Unmarshal([]byte(`{"At":12}`), &back), "must be a JSON string")
+}

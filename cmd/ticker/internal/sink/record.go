@@ -37,9 +37,9 @@ func NewRecord(event any) (Record, error) {
 			Type:      "TicksSkipped",
 			ID:        fmt.Sprintf("skipped/%s/%s..%s", s.Unit, s.From.UTC().Format(time.RFC3339Nano), s.To.UTC().Format(time.RFC3339Nano)),
 			Unit:      s.Unit,
-			EmittedAt: Time{s.EmittedAt},
-			From:      &Time{s.From},
-			To:        &Time{s.To},
+			EmittedAt: Time{Time: s.EmittedAt},
+			From:      &Time{Time: s.From},
+			To:        &Time{Time: s.To},
 			Count:     s.Count,
 			Policy:    s.Policy,
 		}, nil
@@ -56,8 +56,8 @@ func NewRecord(event any) (Record, error) {
 		Type:      reflect.TypeOf(event).Name(),
 		ID:        e.ID(),
 		Unit:      e.Unit(),
-		Boundary:  &Time{p.At},
-		EmittedAt: Time{p.EmittedAt},
+		Boundary:  &Time{Time: p.At},
+		EmittedAt: Time{Time: p.EmittedAt},
 		CatchUp:   p.CatchUp,
 		Previous:  TimeOf(p.Since),
 	}

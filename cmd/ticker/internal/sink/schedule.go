@@ -37,7 +37,7 @@ type RunRecord struct {
 func NewRunRecord(r schedule.Run) RunRecord {
 	return RunRecord{
 		Type: "ScheduleRun", ID: r.SlotID, RunID: r.RunID, SlotID: r.SlotID, Schedule: r.Schedule,
-		Slot: Time{r.Slot}, FiredAt: Time{r.FiredAt}, Attempt: r.Attempt, Manual: r.Manual,
+		Slot: Time{Time: r.Slot}, FiredAt: Time{Time: r.FiredAt}, Attempt: r.Attempt, Manual: r.Manual,
 		Command: r.Command, Payload: rawPayload(r.Payload),
 	}
 }
@@ -71,6 +71,6 @@ func NewSlotsSkippedRecord(s schedule.SlotsSkipped) SlotsSkippedRecord {
 	return SlotsSkippedRecord{
 		Type:     "SlotsSkipped",
 		ID:       fmt.Sprintf("slots-skipped/%s/%s..%s", s.Schedule, s.From.UTC().Format(time.RFC3339Nano), s.To.UTC().Format(time.RFC3339Nano)),
-		Schedule: s.Schedule, From: Time{s.From}, To: Time{s.To}, Count: s.Count, Policy: s.Policy,
+		Schedule: s.Schedule, From: Time{Time: s.From}, To: Time{Time: s.To}, Count: s.Count, Policy: s.Policy,
 	}
 }
