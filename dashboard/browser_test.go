@@ -157,8 +157,8 @@ func TestBrowserPagesShowTheirData(t *testing.T) {
 	shoot(t, ctx, "workflows")
 
 	timeline := text(t, ctx, srv.URL+"/workflows/order-1", "#timeline")
-	require.Contains(t, timeline, `step "reserve stock" completed: "res-order-1"`)
-	require.Contains(t, timeline, `awaiting signal "paid"`)
+	require.Contains(t, timeline, `step reserve stock completed (attempt 1): "res-order-1"`)
+	require.Contains(t, timeline, `awaiting signal paid`)
 	shoot(t, ctx, "workflow")
 
 	// Read-only: no action is offered.
@@ -234,7 +234,7 @@ func TestBrowserActionsWithTheToken(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#signal input[name=name]`), "paid"),
 		chromedp.SendKeys(chromedp.CSS(`#signal input[name=payload]`), `"pay_42"`)))
 	submit(t, ctx, chromedp.Submit(chromedp.CSS(`#signal`)))
-	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), `signal "paid" received: "pay_42"`)
+	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), `signal paid received: "pay_42"`)
 	shoot(t, ctx, "workflow-admin")
 	submit(t, ctx, chromedp.Click(chromedp.CSS(`#cancel button`)))
 	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), "cancel requested")

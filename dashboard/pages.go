@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/passage-of-time/passage/orchestration"
 	"github.com/passage-of-time/passage/schedule"
@@ -462,58 +463,20 @@ func (d *Dashboard) workflowPage(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, "workflow", v.Instance.ID, v)
 }
 
-// summarize says in a line what a history event means, for the timeline.
+// summarize is the timeline's line for a history event: what
+// `ticker workflow show` prints, cut short so that a large payload does
+// not swamp the page (the event's JSON is shown beside it).
 func summarize(h orchestration.HistoryEvent, loc *time.Location) string {
-	at := func(t time.Time) string { return tick.FormatTime(t.In(loc)) }
-	switch e := h.Event.(type) {
-	case orchestration.WorkflowStarted:
-		return fmt.Sprintf("started %s with %s", e.Workflow, compact(e.Input))
-	case orchestration.StepCompleted:
-		return fmt.Sprintf("step %q completed: %s", e.Name, compact(e.Result))
-	case orchestration.StepAttemptFailed:
-		return fmt.Sprintf("step %q attempt %d failed: %s; retry at %s", e.Name, e.Attempt, e.Error, at(e.RetryAt))
-	case orchestration.StepFailed:
-		return fmt.Sprintf("step %q failed: %s", e.Name, e.Error)
-	case orchestration.TimerScheduled:
-		return "sleeping until " + at(e.Until)
-	case orchestration.TimerFired:
-		return "woke up"
-	case orchestration.AwaitStarted:
-		return fmt.Sprintf("awaiting signal %q until %s", e.Signal, at(e.Until))
-	case orchestration.SignalReceived:
-		return fmt.Sprintf("signal %q received: %s", e.Name, compact(e.Payload))
-	case orchestration.SignalConsumed:
-		return "signal taken"
-	case orchestration.AwaitTimedOut:
-		return "await timed out"
-	case orchestration.CompensationCompleted:
-		return fmt.Sprintf("compensation %q done", e.Name)
-	case orchestration.WorkflowCompleted:
-		return "completed: " + compact(e.Output)
-	case orchestration.WorkflowFailed:
-		return "failed: " + e.Error
-	case orchestration.WorkflowCancelled:
-		return "cancelled"
-	case orchestration.WorkflowStuck:
-		return "stuck: " + e.Error
-	case orchestration.CancelRequested:
-		return "cancel requested"
-	case nil:
-		return h.Type + " (unknown to this version)"
+	const limit = 200
+	line := h.Describe(loc)
+	if len(line) > limit {
+		cut := limit
+		for cut > 0 && !utf8.RuneStart(line[cut]) {
+			cut--
+		}
+		line = line[:cut] + "…"
 	}
-	return h.Type
-}
-
-func compact(raw json.RawMessage) string {
-	const limit = 120
-	s := string(raw)
-	if s == "" {
-		s = "null"
-	}
-	if len(s) > limit {
-		s = s[:limit] + "…"
-	}
-	return s
+	return line
 }
 
 // pathEscape is url.PathEscape for the templates: names and ids become

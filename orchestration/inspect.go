@@ -1,6 +1,7 @@
 package orchestration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/passage-of-time/passage/eventstore"
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/tick"
 )
 
 // Inspection: read-only functions for status pages, dashboards and the
@@ -47,6 +49,64 @@ type HistoryEvent struct {
 	// Event is the decoded event (a WorkflowStarted, a StepCompleted…), or
 	// nil for a type this package does not know (written by a newer one).
 	Event any
+}
+
+// Describe says in a line what the event means, its instants in loc: the
+// line `ticker workflow show` prints and the dashboard's timeline shows,
+// payloads as JSON on one line.
+func (h HistoryEvent) Describe(loc *time.Location) string {
+	at := func(t time.Time) string { return tick.FormatTime(t.In(loc)) }
+	switch e := h.Event.(type) {
+	case WorkflowStarted:
+		return fmt.Sprintf("started %s (input %s)", e.Workflow, compactJSON(e.Input))
+	case NowRecorded:
+		return "read the clock: " + at(e.At)
+	case IDRecorded:
+		return "new id " + e.ID
+	case StepCompleted:
+		return fmt.Sprintf("step %s completed (attempt %d): %s", e.Name, e.Attempts, compactJSON(e.Result))
+	case StepAttemptFailed:
+		return fmt.Sprintf("step %s attempt %d failed: %s; retry at %s", e.Name, e.Attempt, e.Error, at(e.RetryAt))
+	case StepFailed:
+		return fmt.Sprintf("step %s failed for good after %d attempts: %s", e.Name, e.Attempts, e.Error)
+	case TimerScheduled:
+		return fmt.Sprintf("sleeping until %s (timer %d)", at(e.Until), e.Seq)
+	case TimerFired:
+		return fmt.Sprintf("timer %d over", e.Seq)
+	case AwaitStarted:
+		return fmt.Sprintf("awaiting signal %s until %s", e.Signal, at(e.Until))
+	case SignalReceived:
+		return fmt.Sprintf("signal %s received: %s", e.Name, compactJSON(e.Payload))
+	case SignalConsumed:
+		return fmt.Sprintf("took signal at version %d", e.Version)
+	case AwaitTimedOut:
+		return "await timed out"
+	case CompensationCompleted:
+		return fmt.Sprintf("compensation %s done", e.Name)
+	case WorkflowCompleted:
+		return "completed: " + compactJSON(e.Output)
+	case WorkflowFailed:
+		return "failed: " + e.Error
+	case CancelRequested:
+		return "cancel requested"
+	case WorkflowCancelled:
+		return "cancelled"
+	case WorkflowStuck:
+		return "stuck: " + e.Error
+	}
+	return fmt.Sprintf("event %s: %s", h.Type, compactJSON(h.Data))
+}
+
+// compactJSON prints JSON on one line; "null" when there is none.
+func compactJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "null"
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
 }
 
 // decoder decodes stored events by their type names; built once, since

@@ -279,7 +279,7 @@ func workflowShowCommand(ctx context.Context, env Env, args []string) error {
 	shown := shownWorkflow{History: []timelineEvent{}}
 	for _, h := range history {
 		shown.History = append(shown.History, timelineEvent{
-			Version: h.Version, RecordedAt: sink.Time{Time: h.RecordedAt.In(loc)}, Type: h.Type, Description: describeEvent(h, loc), Data: h.Data,
+			Version: h.Version, RecordedAt: sink.Time{Time: h.RecordedAt.In(loc)}, Type: h.Type, Description: h.Describe(loc), Data: h.Data,
 		})
 	}
 	shown.listedWorkflow = listed(st, loc)
@@ -311,50 +311,6 @@ func summary(s orchestration.Status, loc *time.Location) string {
 		return head + ", due to run when a processor next ticks"
 	}
 	return head
-}
-
-// describeEvent says what an event of the history means.
-func describeEvent(h orchestration.HistoryEvent, loc *time.Location) string {
-	at := func(t time.Time) string { return tick.FormatTime(t.In(loc)) }
-	switch e := h.Event.(type) {
-	case orchestration.WorkflowStarted:
-		return fmt.Sprintf("started %s (input %s)", e.Workflow, compact(e.Input))
-	case orchestration.NowRecorded:
-		return "read the clock: " + at(e.At)
-	case orchestration.IDRecorded:
-		return "new id " + e.ID
-	case orchestration.StepCompleted:
-		return fmt.Sprintf("step %s completed (attempt %d): %s", e.Name, e.Attempts, compact(e.Result))
-	case orchestration.StepAttemptFailed:
-		return fmt.Sprintf("step %s attempt %d failed: %s; retry at %s", e.Name, e.Attempt, e.Error, at(e.RetryAt))
-	case orchestration.StepFailed:
-		return fmt.Sprintf("step %s failed for good after %d attempts: %s", e.Name, e.Attempts, e.Error)
-	case orchestration.TimerScheduled:
-		return fmt.Sprintf("sleeping until %s (timer %d)", at(e.Until), e.Seq)
-	case orchestration.TimerFired:
-		return fmt.Sprintf("timer %d over", e.Seq)
-	case orchestration.AwaitStarted:
-		return fmt.Sprintf("awaiting signal %s until %s", e.Signal, at(e.Until))
-	case orchestration.SignalReceived:
-		return fmt.Sprintf("signal %s received: %s", e.Name, compact(e.Payload))
-	case orchestration.SignalConsumed:
-		return fmt.Sprintf("took signal at version %d", e.Version)
-	case orchestration.AwaitTimedOut:
-		return "await timed out"
-	case orchestration.CompensationCompleted:
-		return fmt.Sprintf("compensation %s done", e.Name)
-	case orchestration.WorkflowCompleted:
-		return "completed: " + compact(e.Output)
-	case orchestration.WorkflowFailed:
-		return "failed: " + e.Error
-	case orchestration.CancelRequested:
-		return "cancel requested"
-	case orchestration.WorkflowCancelled:
-		return "cancelled"
-	case orchestration.WorkflowStuck:
-		return "stuck: " + e.Error
-	}
-	return fmt.Sprintf("event %s: %s", h.Type, compact(h.Data))
 }
 
 // compact prints JSON on one line; "null" when there is none.
