@@ -250,7 +250,7 @@ func callWorkflow(fn func(*execution, json.RawMessage) (json.RawMessage, error),
 }
 
 // finish records how the execution ended in its pending events: it is
-// stuck, suspended (x.wakeAt), or done — completed, or failed or cancelled
+// stuck (after what it recorded before), suspended (x.wakeAt), or done — completed, or failed or cancelled
 // once its compensations ran (each appended as it goes, since each is a
 // side effect). What is pending is for the caller to append, with the
 // wake-up of a suspended instance.
@@ -262,8 +262,12 @@ func (e *Engine) finish(ctx context.Context, x *loaded, out json.RawMessage, run
 	case x.abort != nil:
 		return x.abort
 	case x.stuck != nil:
+		// What the execution recorded before it stuck stays: a step whose
+		// side effect ran, a signal taken, a timer found over. Only live
+		// calls record, and none records once the replay disagreed, so
+		// all of it is what happened; the stuck event comes after it.
 		x.suspended = false
-		x.pending = append(x.pending[:0], WorkflowStuck{Error: x.stuck.Error()})
+		x.pending = append(x.pending, WorkflowStuck{Error: x.stuck.Error()})
 	case x.suspended:
 	case runErr == nil:
 		x.record(WorkflowCompleted{Output: out})
