@@ -997,8 +997,9 @@ const maxBackfill = 10_000
 // slot id, as if it had fired on time: for a schedule added after the
 // fact, or slots a catch-up policy skipped. Slots already run are left
 // alone, so backfilling twice runs nothing twice. It does not move the
-// plan, and its runs do not count toward MaxRuns. to must not be in the
-// future; at most 10,000 slots. It returns the runs it made.
+// plan, and its runs do not count toward MaxRuns. Slots after the
+// schedule's Until are not its slots and are not run. to must not be in
+// the future; at most 10,000 slots. It returns the runs it made.
 func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Time) ([]Run, error) {
 	if to.After(s.clock.Now()) {
 		return nil, fmt.Errorf("schedule: backfill %q: %s is in the future", name, tick.FormatTime(to))
@@ -1012,8 +1013,12 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 	if err != nil {
 		return nil, fmt.Errorf("schedule: backfill %q: %w", name, err)
 	}
+	last := to
+	if !d.Until.IsZero() && d.Until.Before(last) {
+		last = d.Until // the schedule has no slot after Until
+	}
 	var slots []time.Time
-	for at := d.Spec.Next(from); !at.IsZero() && !at.After(to); at = d.Spec.Next(at) {
+	for at := d.Spec.Next(from); !at.IsZero() && !at.After(last); at = d.Spec.Next(at) {
 		if len(slots) == maxBackfill {
 			return nil, fmt.Errorf("schedule: backfill %q: more than %d slots in (%s, %s]", name, maxBackfill, tick.FormatTime(from), tick.FormatTime(to))
 		}
