@@ -802,7 +802,8 @@ func lastOverlap(reports []SlotsSkipped) time.Time {
 }
 
 // Finish closes a run its handler left open (ErrStillRunning). A slot
-// buffered behind it (BufferOne) becomes due at once. Finishing a
+// buffered behind it (BufferOne) becomes due at once; a next slot whose
+// jittered time has not come stays due at that time. Finishing a
 // finished run changes nothing; an unknown run id is an error wrapping
 // ErrUnknownRun.
 func (s *Scheduler) Finish(ctx context.Context, runID string) error {
@@ -823,8 +824,15 @@ func (s *Scheduler) Finish(ctx context.Context, runID string) error {
 		if err != nil || !found || st.Paused != 0 || st.NextSlot == 0 {
 			return err
 		}
+		// A slot has come when its due time — the slot plus its jitter —
+		// has, as firing reckons (planFor). One whose jittered time is
+		// still ahead is not buffered: its item stays due then; pulling
+		// it to now would find nothing due and move past it, losing it.
+		// A buffered slot's jittered time has come (it was fired but
+		// held back), so it becomes due now.
 		now := s.clock.Now()
-		if slot := sqldb.DecodeTime(st.NextSlot); slot.After(now) {
+		jitter := Definition{Name: st.Name, Jitter: time.Duration(st.Jitter)}
+		if jitter.due(sqldb.DecodeTime(st.NextSlot)).After(now) {
 			return nil // nothing buffered: the next slot has not come
 		}
 		// Remove first: a re-add never brings an item forward.
