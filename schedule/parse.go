@@ -13,20 +13,36 @@ import (
 //     epoch (so @every 8h fires at 00:00, 08:00 and 16:00 UTC), its slots
 //     shown in loc;
 //   - an iCalendar recurrence: a DTSTART line and RRULE, RDATE or EXDATE
-//     lines, newline-separated (RRule);
+//     lines, newline-separated, in any order (RRule);
 //   - otherwise a cron expression of 5 or 6 fields, or @yearly, @monthly,
 //     @weekly, @daily, @hourly (Cron).
 func Parse(text string, loc *time.Location) (Spec, error) {
 	t := strings.TrimSpace(text)
-	switch upper := strings.ToUpper(t); {
+	switch {
 	case t == "":
 		return nil, fmt.Errorf("%w: the spec is empty", ErrInvalidSpec)
 	case strings.HasPrefix(t, "@every"):
 		return parseEvery(t, loc)
-	case strings.HasPrefix(upper, "DTSTART") || strings.HasPrefix(upper, "RRULE:") || strings.Contains(upper, "\nRRULE:") || strings.Contains(upper, `\NRRULE:`):
+	case isRecurrence(t):
 		return RRule(t, loc)
 	}
 	return Cron(t, loc)
+}
+
+// isRecurrence reports whether any line of text (newline-separated, or
+// by a written \n) is an iCalendar recurrence property: RFC 5545 puts
+// them in any order, so an RDATE or EXDATE line may come first.
+func isRecurrence(text string) bool {
+	for _, line := range strings.Split(strings.ReplaceAll(text, `\n`, "\n"), "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		switch propertyName(line) {
+		case "DTSTART", "RRULE", "RDATE", "EXDATE", "EXRULE":
+			return true
+		}
+	}
+	return false
 }
 
 func parseEvery(text string, loc *time.Location) (Spec, error) {

@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,3 +153,136 @@ func TestFinishFiresAJitteredBufferedSlotAtOnce(t *testing.T) {
 // jitter of more than 10 minutes out of 50 (TestFinishRespectsJitter
 // checks it).
 const jitteredName = "job"
+
+// A rule that can never produce an occurrence is rejected, naming the
+// rule and, where it can be told, the parts that never meet.
+func TestImpossibleRulesAreRejected(t *testing.T) {
+	t.Parallel()
+	for rule, want := range map[string]string{
+		"FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30":     "BYMONTHDAY=30 falls in none of the months BYMONTH=2",
+		"FREQ=MONTHLY;BYMONTH=4;BYMONTHDAY=31":    "BYMONTHDAY=31 falls in none of the months BYMONTH=4",
+		"FREQ=MINUTELY;BYMONTH=4,6;BYMONTHDAY=31": "BYMONTHDAY=31 falls in none of the months BYMONTH=4,6",
+		"FREQ=DAILY;BYMONTH=2;BYMONTHDAY=-30":     "BYMONTHDAY=-30 falls in none of the months BYMONTH=2",
+		"FREQ=YEARLY;BYWEEKNO=1;BYMONTH=6":        "the rule has no occurrence before 24260101T090000 (400 years after DTSTART)",
+		"FREQ=SECONDLY;BYWEEKNO=1;BYMONTH=6":      "no day passes its BYxxx parts",
+		"FREQ=MONTHLY;BYDAY=MO;BYSETPOS=6":        "the rule has no occurrence before",
+		"FREQ=HOURLY;INTERVAL=2;BYHOUR=8,10":      "FREQ=HOURLY;INTERVAL=2 from DTSTART 20260101T090000 never reaches BYHOUR=8,10",
+		"FREQ=MINUTELY;INTERVAL=720;BYHOUR=12":    "never reaches BYHOUR=12",
+		"FREQ=SECONDLY;INTERVAL=30;BYSECOND=15":   "never reaches BYSECOND=15",
+		"FREQ=DAILY;UNTIL=20251231T000000Z":       "the rule has no occurrence from DTSTART 20260101T090000 to UNTIL 20251231T000000Z",
+	} {
+		text := "DTSTART;TZID=Europe/Warsaw:20260101T090000\nRRULE:" + rule
+		done := make(chan error, 1)
+		go func() { _, err := schedule.Parse(text, nil); done <- err }()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, schedule.ErrInvalidSpec, rule)
+			require.ErrorContains(t, err, `recurrence line "RRULE:`+rule+`"`, rule)
+			require.ErrorContains(t, err, want, rule)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: Parse does not return", rule)
+		}
+	}
+	_, err := schedule.Calendar{Every: schedule.Yearly, Start: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC), Months: []time.Month{time.February}, MonthDays: []int{30}}.Spec()
+	require.ErrorContains(t, err, "BYMONTHDAY=30 falls in none of the months BYMONTH=2")
+
+	// Rare is not impossible.
+	for _, rule := range []string{"FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29", "FREQ=YEARLY;BYWEEKNO=53;BYDAY=TH", "FREQ=HOURLY;INTERVAL=2;BYHOUR=9,13", "FREQ=MINUTELY;INTERVAL=7;BYHOUR=3;BYMINUTE=1"} {
+		s, err := schedule.Parse("DTSTART;TZID=Europe/Warsaw:20260101T090000\nRRULE:"+rule, nil)
+		require.NoError(t, err, rule)
+		require.False(t, s.Next(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).IsZero(), rule)
+	}
+}
+
+// RFC 5545 puts a recurrence's properties in any order: an RDATE or
+// EXDATE line may come before DTSTART and RRULE.
+func TestRecurrenceLinesInAnyOrder(t *testing.T) {
+	t.Parallel()
+	lines := []string{
+		"DTSTART;TZID=Europe/Warsaw:20260501T100000",
+		"RRULE:FREQ=DAILY;COUNT=4",
+		"RDATE;TZID=Europe/Warsaw;VALUE=DATE-TIME:20260601T100000",
+		"EXDATE:20260502T080000Z",
+	}
+	from := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	want := []string{"2026-05-01T10:00:00+02:00", "2026-05-03T10:00:00+02:00", "2026-05-04T10:00:00+02:00", "2026-06-01T10:00:00+02:00"}
+	for _, order := range [][]int{{0, 1, 2, 3}, {2, 0, 1, 3}, {3, 2, 1, 0}, {3, 0, 2, 1}, {1, 3, 0, 2}} {
+		var text []string
+		for _, i := range order {
+			text = append(text, lines[i])
+		}
+		for _, sep := range []string{"\n", `\n`} {
+			s, err := schedule.Parse(strings.Join(text, sep), nil)
+			require.NoError(t, err, "%v", order)
+			require.Equal(t, want, slots(t, s, from, 4), "%v", order)
+			back, err := schedule.Parse(s.String(), nil)
+			require.NoError(t, err, "its text reads back")
+			require.Equal(t, want, slots(t, back, from, 4), "%v", order)
+		}
+	}
+	// RDATEs alone, the first line.
+	s, err := schedule.Parse("RDATE:20260601T100000Z,20260701T100000Z\nDTSTART:20260501T100000Z", nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"2026-06-01T10:00:00Z", "2026-07-01T10:00:00Z"}, slots(t, s, from, 2))
+	_, err = schedule.Parse("RDATE;VALUE=PERIOD:20260601T100000Z/PT1H\nDTSTART:20260501T100000Z", nil)
+	require.ErrorContains(t, err, "VALUE=PERIOD is not supported")
+}
+
+// UNTIL bounds a rule by the instants its occurrences are placed at. In
+// Warsaw on 2026-10-25 the clock shows 02:00-03:00 twice (CEST, then
+// CET) and RFC 5545 places a repeated time at its first pass: an UNTIL
+// in the second pass keeps the first pass's occurrences, all before it.
+// On 2026-03-29 it skips 02:00-03:00, and 02:30 is placed at 03:30 CEST:
+// an UNTIL at 03:15 CEST drops it. Reference: the rule without UNTIL,
+// cut at UNTIL.
+func TestUntilBoundsTheInstantsAroundDST(t *testing.T) {
+	t.Parallel()
+	warsaw, err := time.LoadLocation("Europe/Warsaw")
+	require.NoError(t, err)
+	for _, c := range []struct {
+		day   string
+		until []string
+	}{
+		{"20261025", []string{"20261025T001500Z", "20261025T004500Z", "20261025T010000Z", "20261025T011500Z", "20261025T014500Z", "20261025T021500", "20261025T024500"}},
+		{"20260329", []string{"20260329T004500Z", "20260329T010000Z", "20260329T011500Z", "20260329T014500Z", "20260329T023000", "20260329T031500"}},
+	} {
+		rule := "DTSTART;TZID=Europe/Warsaw:" + c.day + "T013000\nRRULE:FREQ=MINUTELY;INTERVAL=15"
+		open := mustSpec(t)(schedule.RRule(rule, nil))
+		from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		for _, u := range c.until {
+			bounded := mustSpec(t)(schedule.RRule(rule+";UNTIL="+u, nil))
+			var limit time.Time
+			if v, utc := strings.CutSuffix(u, "Z"); utc {
+				limit, err = time.Parse("20060102T150405", v)
+			} else {
+				limit, err = time.ParseInLocation("20060102T150405", u, warsaw)
+				limit = firstPass(limit, warsaw)
+			}
+			require.NoError(t, err)
+			var want []string
+			for at := open.Next(from); !at.After(limit); at = open.Next(at) {
+				want = append(want, at.In(warsaw).Format(time.RFC3339))
+			}
+			var got []string
+			for at := bounded.Next(from); !at.IsZero() && len(got) < 100; at = bounded.Next(at) {
+				got = append(got, at.In(warsaw).Format(time.RFC3339))
+			}
+			require.Equal(t, want, got, "UNTIL=%s", u)
+		}
+	}
+}
+
+// firstPass returns the first instant whose Warsaw wall clock shows t's
+// wall time (or, in a gap, reads it with the offset before the gap): how
+// RFC 5545 places a local time.
+func firstPass(t time.Time, loc *time.Location) time.Time {
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	for _, off := range []time.Duration{2 * time.Hour, time.Hour} {
+		at := time.Date(y, mo, d, h, mi, s, 0, time.UTC).Add(-off)
+		if at.In(loc).Hour() == h && at.In(loc).Minute() == mi {
+			return at
+		}
+	}
+	return time.Date(y, mo, d, h, mi, s, 0, time.UTC).Add(-time.Hour) // in the gap: CET, the offset before it
+}

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,15 +14,33 @@ import (
 // RRule returns the slots of an iCalendar recurrence (RFC 5545): a
 // DTSTART line (with TZID=, UTC "Z", or floating: then in loc, nil meaning
 // UTC), RRULE lines (FREQ, INTERVAL, COUNT, UNTIL, BYxxx, WKST, and
-// BYEASTER), and RDATE and EXDATE lines, one property per line. It is read
-// and expanded by github.com/teambition/rrule-go, a port of
-// python-dateutil's rrule, the reference implementation most others are
-// checked against.
+// BYEASTER), and RDATE and EXDATE lines (TZID= and VALUE=DATE-TIME
+// parameters), one property per line, in any order. It is read and
+// expanded by github.com/teambition/rrule-go, a port of python-dateutil's
+// rrule, the reference implementation most others are checked against.
 //
 // Local times follow RFC 5545: one the clock jumps over is read with the
 // offset before the jump (02:30 in a spring-forward gap is 03:30), one
 // that occurs twice is its first occurrence — also for FREQ=HOURLY and
 // finer, which step the wall clock, not absolute time (use Every for that).
+// UNTIL bounds the occurrences by the instants they are placed at: a UTC
+// UNTIL in the second pass of a repeated hour keeps the occurrences placed
+// in the first pass before it, and one just after a gap drops the gap's
+// occurrences, placed after it. A floating UNTIL is placed as an
+// occurrence would be.
+//
+// A rule that has no occurrence within 400 years of DTSTART (nor before
+// its UNTIL) is rejected, naming the rule: BYxxx parts that never meet
+// (FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30, BYMONTH=4;BYMONTHDAY=31) would
+// otherwise give a schedule that never fires. A rule whose first
+// occurrence is further away than that is rejected too.
+//
+// Next costs about the same however long ago DTSTART was: the expansion
+// starts a whole number of the rule's periods (INTERVAL × FREQ) before the
+// instant asked about, where the rule is in the same phase as from
+// DTSTART. A rule with COUNT cannot start anywhere but at DTSTART (COUNT
+// counts from there): its Next walks the occurrences since DTSTART, at
+// most COUNT of them.
 func RRule(text string, loc *time.Location) (Spec, error) {
 	if loc == nil {
 		loc = time.UTC
@@ -34,7 +53,7 @@ func RRule(text string, loc *time.Location) (Spec, error) {
 			continue
 		}
 		lines = append(lines, line)
-		switch name := strings.ToUpper(line[:strings.IndexAny(line+":", ":;")]); name {
+		switch name := propertyName(line); name {
 		case "DTSTART":
 			if dtstart != "" {
 				return nil, fmt.Errorf("%w: recurrence line %q: a second DTSTART", ErrInvalidSpec, line)
@@ -66,93 +85,96 @@ func RRule(text string, loc *time.Location) (Spec, error) {
 			}
 		}
 	}
-	if len(rules) == 0 {
-		rules = []string{""} // RDATEs alone
-	}
 	// Occurrences are expanded by rrule-go on a floating wall clock (UTC,
 	// where every local time exists once) and each is then placed in the
 	// zone by RFC 5545's rule. rrule-go's own placement goes through
 	// time.Date, which reads a time in a gap with the offset before it east
 	// of UTC but after it west of UTC, and a repeated time as its second
 	// occurrence. rrule-go's Set holds one RRULE (a second replaces the
-	// first), so each RRULE line is a set of its own and the spec is
-	// their union.
+	// first), so each RRULE line is an expansion of its own and the spec
+	// is their union.
 	spec := rruleSpec{loc: zone, text: strings.Join(lines, "\n")}
-	for _, rule := range rules {
-		set := &rrule.Set{}
-		set.DTStart(start)
-		if rule != "" {
-			opt, err := rrule.StrToROptionInLocation(rule[len("RRULE:"):], zone)
-			if err != nil {
-				return nil, fmt.Errorf("%w: recurrence line %q: %v", ErrInvalidSpec, rule, err)
-			}
-			opt.Dtstart = start
-			if !opt.Until.IsZero() {
-				opt.Until = asWall(opt.Until, zone)
-			}
-			r, err := rrule.NewRRule(*opt)
-			if err != nil {
-				return nil, fmt.Errorf("%w: recurrence line %q: %v", ErrInvalidSpec, rule, err)
-			}
-			set.RRule(r)
+	exdates := map[int64]bool{} // walls
+	var rdates []time.Time      // walls
+	for _, line := range dates {
+		rdate, walls, instants, err := readDates(line, zone)
+		if err != nil {
+			return nil, fmt.Errorf("%w: recurrence line %q: %v", ErrInvalidSpec, line, err)
 		}
-		for _, line := range dates {
-			name, value, _ := strings.Cut(line, ";")
-			if !strings.Contains(name, ":") {
-				value = strings.TrimPrefix(value, "VALUE=DATE-TIME;")
-			} else {
-				name, value, _ = strings.Cut(line, ":")
-			}
-			walls, instants, err := readDates(value, zone)
-			if err != nil {
-				return nil, fmt.Errorf("%w: recurrence line %q: %v", ErrInvalidSpec, line, err)
-			}
-			rdate := strings.EqualFold(name, "RDATE")
+		switch {
+		case rdate:
+			rdates = append(rdates, walls...)
+			spec.dates = append(spec.dates, instants...)
+		default:
 			for _, w := range walls {
-				if rdate {
-					set.RDate(w)
-				} else {
-					set.ExDate(w)
-				}
+				exdates[w.Unix()] = true
 			}
 			for _, at := range instants {
-				if rdate {
-					spec.rdates = append(spec.rdates, at)
-				} else {
-					set.ExDate(asWall(at, zone)) // an instant's wall time: its occurrence
-				}
+				exdates[wallOf(at, zone)] = true // an instant's wall time: its occurrence
 			}
 		}
-		spec.sets = append(spec.sets, set)
+	}
+	for _, w := range rdates {
+		if !exdates[w.Unix()] {
+			spec.dates = append(spec.dates, resolveRFC5545(w.Unix(), zone))
+		}
+	}
+	slices.SortFunc(spec.dates, time.Time.Compare)
+	spec.dates = slices.CompactFunc(spec.dates, time.Time.Equal)
+	for _, rule := range rules {
+		e, err := newExpansion(rule, start, zone, exdates)
+		if err != nil {
+			return nil, fmt.Errorf("%w: recurrence line %q: %v", ErrInvalidSpec, rule, err)
+		}
+		spec.rules = append(spec.rules, e)
 	}
 	return spec, nil
 }
 
-// readDates reads an RDATE or EXDATE value, "[TZID=Zone:]t1,t2,…". A
-// local time in the rule's own zone (no TZID, or the same one) is a wall
-// time on the floating wall clock, taken as it is written — never through
-// time.Date, which would move a time in a gap — so it matches the rule's
-// occurrence of the same wall time. A UTC time (…Z) or one in another
-// zone is an instant, kept as one: a wall time could not tell the two
-// passes of a repeated hour apart.
-func readDates(value string, zone *time.Location) (walls, instants []time.Time, err error) {
+// propertyName returns a content line's property name, upper-cased: what
+// comes before its first ':' or ';'.
+func propertyName(line string) string {
+	return strings.ToUpper(line[:strings.IndexAny(line+":", ":;")])
+}
+
+// readDates reads an RDATE or EXDATE line, "NAME[;TZID=Zone][;VALUE=
+// DATE-TIME]:t1,t2,…", and reports whether it is an RDATE. A local time
+// in the rule's own zone (no TZID, or the same one) is a wall time on the
+// floating wall clock, taken as it is written — never through time.Date,
+// which would move a time in a gap — so it matches the rule's occurrence
+// of the same wall time. A UTC time (…Z) or one in another zone is an
+// instant, kept as one: a wall time could not tell the two passes of a
+// repeated hour apart.
+func readDates(line string, zone *time.Location) (rdate bool, walls, instants []time.Time, err error) {
+	head, value, found := strings.Cut(line, ":")
+	if !found {
+		return false, nil, nil, fmt.Errorf("no value after the property name")
+	}
+	params := strings.Split(head, ";")
+	rdate = strings.EqualFold(params[0], "RDATE")
 	in := zone
-	if rest, ok := strings.CutPrefix(value, "TZID="); ok {
-		name, times, found := strings.Cut(rest, ":")
-		if !found {
-			return nil, nil, fmt.Errorf("TZID %q is not followed by a time", rest)
+	for _, p := range params[1:] {
+		name, v, _ := strings.Cut(p, "=")
+		switch strings.ToUpper(name) {
+		case "TZID":
+			l, err := time.LoadLocation(strings.Trim(v, `"`))
+			if err != nil {
+				return false, nil, nil, fmt.Errorf("TZID %s is not a time zone of the zone database", v)
+			}
+			in = l
+		case "VALUE":
+			if !strings.EqualFold(v, "DATE-TIME") {
+				return false, nil, nil, fmt.Errorf("VALUE=%s is not supported (DATE-TIME is)", v)
+			}
+		default:
+			return false, nil, nil, fmt.Errorf("parameter %s is not supported (TZID and VALUE=DATE-TIME are)", p)
 		}
-		l, err := time.LoadLocation(name)
-		if err != nil {
-			return nil, nil, fmt.Errorf("TZID %s is not a time zone of the zone database", name)
-		}
-		in, value = l, times
 	}
 	for _, v := range strings.Split(value, ",") {
 		local, utc := strings.CutSuffix(strings.TrimSpace(v), "Z")
 		t, err := time.Parse(rrule.LocalDateTimeFormat, local)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s is not a date and time such as 20260101T093000", v)
+			return false, nil, nil, fmt.Errorf("%s is not a date and time such as 20260101T093000", v)
 		}
 		switch {
 		case utc:
@@ -163,7 +185,7 @@ func readDates(value string, zone *time.Location) (walls, instants []time.Time, 
 			walls = append(walls, t)
 		}
 	}
-	return walls, instants, nil
+	return rdate, walls, instants, nil
 }
 
 // readDTStart returns DTSTART's zone (its TZID, UTC for a time ending in
@@ -206,57 +228,353 @@ func asWall(t time.Time, loc *time.Location) time.Time {
 }
 
 type rruleSpec struct {
-	sets   []*rrule.Set // on the floating wall clock
-	rdates []time.Time  // RDATEs given as instants (UTC or another zone)
-	loc    *time.Location
-	text   string
+	rules []expansion // one per RRULE line
+	dates []time.Time // RDATEs, placed, sorted
+	loc   *time.Location
+	text  string
+}
+
+// expansion is one RRULE line, expanded on the floating wall clock.
+type expansion struct {
+	// opt is the rule from DTSTART, with the parts rrule-go would take from
+	// DTSTART written out (BYHOUR, BYMINUTE, BYSECOND, BYMONTHDAY, BYMONTH,
+	// BYDAY), so that the same rule from a later start has the same
+	// occurrences; its UNTIL is widened by untilSlack (until bounds it).
+	opt   rrule.ROption
+	full  *rrule.RRule // opt from DTSTART
+	until time.Time    // UNTIL, as an instant; zero: none
+	// exdates are the EXDATEs' wall times (Unix seconds).
+	exdates map[int64]bool
+}
+
+// rruleHorizon bounds the search for a rule's next occurrence, and for
+// its first, in years.
+const rruleHorizon = 400
+
+// untilSlack is how far past UNTIL's wall time an occurrence's wall time
+// may be and still be placed at or before UNTIL (a UTC UNTIL in a repeated
+// hour's second pass, an occurrence in its first): any zone's offsets are
+// less than this apart.
+const untilSlack = 2 * zone.MaxOffset
+
+// newExpansion reads an RRULE line of a rule starting at the wall time
+// start in loc.
+func newExpansion(line string, start time.Time, loc *time.Location, exdates map[int64]bool) (expansion, error) {
+	opt, err := rrule.StrToROptionInLocation(line[len("RRULE:"):], loc)
+	if err != nil {
+		return expansion{}, err
+	}
+	opt.Dtstart = start
+	e := expansion{exdates: exdates}
+	if !opt.Until.IsZero() {
+		e.until = readUntil(line, opt.Until, loc)
+		opt.Until = time.Unix(wallOf(e.until, loc)+untilSlack, 0).UTC()
+	}
+	pinDefaults(opt)
+	if e.full, err = rrule.NewRRule(*opt); err != nil {
+		return expansion{}, err
+	}
+	e.opt = *opt
+	return e, e.check(start, loc)
+}
+
+// readUntil returns the instant an RRULE line's UNTIL stands for: a UTC
+// time (…Z) as it is; a floating date or date and time as its wall time
+// is placed by RFC 5545 (rrule-go read it through time.Date, parsed).
+func readUntil(line string, parsed time.Time, loc *time.Location) time.Time {
+	for _, part := range strings.Split(line[len("RRULE:"):], ";") {
+		v, ok := strings.CutPrefix(strings.ToUpper(part), "UNTIL=")
+		if !ok || strings.HasSuffix(v, "Z") {
+			continue
+		}
+		layout := rrule.LocalDateTimeFormat
+		if len(v) == len("20060102") {
+			layout = "20060102"
+		}
+		if w, err := time.Parse(layout, v); err == nil {
+			return resolveRFC5545(w.Unix(), loc)
+		}
+	}
+	return parsed
+}
+
+// pinDefaults writes out the parts rrule-go takes from DTSTART when a rule
+// leaves them out (as python-dateutil does).
+func pinDefaults(opt *rrule.ROption) {
+	s := opt.Dtstart
+	if len(opt.Byweekno) == 0 && len(opt.Byyearday) == 0 && len(opt.Bymonthday) == 0 && len(opt.Byweekday) == 0 && len(opt.Byeaster) == 0 {
+		switch opt.Freq {
+		case rrule.YEARLY:
+			if len(opt.Bymonth) == 0 {
+				opt.Bymonth = []int{int(s.Month())}
+			}
+			opt.Bymonthday = []int{s.Day()}
+		case rrule.MONTHLY:
+			opt.Bymonthday = []int{s.Day()}
+		case rrule.WEEKLY:
+			opt.Byweekday = []rrule.Weekday{weekdays[s.Weekday()]}
+		}
+	}
+	if len(opt.Byhour) == 0 && opt.Freq < rrule.HOURLY {
+		opt.Byhour = []int{s.Hour()}
+	}
+	if len(opt.Byminute) == 0 && opt.Freq < rrule.MINUTELY {
+		opt.Byminute = []int{s.Minute()}
+	}
+	if len(opt.Bysecond) == 0 && opt.Freq < rrule.SECONDLY {
+		opt.Bysecond = []int{s.Second()}
+	}
+}
+
+// check rejects a rule without an occurrence within rruleHorizon years of
+// start (or before its UNTIL).
+func (e expansion) check(start time.Time, loc *time.Location) error {
+	limit := start.AddDate(rruleHorizon, 0, 0)
+	opt := e.opt
+	if opt.Until.IsZero() || opt.Until.After(limit) {
+		opt.Until = limit
+	}
+	if why := unreachable(e.opt); why != "" {
+		// rrule-go would look for such an hour, minute or second forever.
+		return fmt.Errorf("the rule has no occurrence: %s", why)
+	}
+	if days, ok := daysOnly(e.opt, limit); ok {
+		// Cheap: a year at a time rather than a day or a minute.
+		if _, found := days.Iterator()(); !found {
+			return fmt.Errorf("the rule has no occurrence before %s (%d years after DTSTART): no day passes its BYxxx parts%s", limit.Format(rrule.LocalDateTimeFormat), rruleHorizon, neverMeet(e.opt))
+		}
+	}
+	r, err := rrule.NewRRule(opt)
+	if err != nil {
+		return err
+	}
+	next := r.Iterator()
+	for w, ok := next(); ok; w, ok = next() {
+		if e.until.IsZero() || !resolveRFC5545(w.Unix(), loc).After(e.until) {
+			return nil
+		}
+	}
+	why := fmt.Sprintf("before %s (%d years after DTSTART)", limit.Format(rrule.LocalDateTimeFormat), rruleHorizon)
+	if !e.until.IsZero() && e.until.Before(resolveRFC5545(limit.Unix(), loc)) {
+		why = fmt.Sprintf("from DTSTART %s to UNTIL %s", start.Format(rrule.LocalDateTimeFormat), e.until.UTC().Format(rrule.DateTimeFormat))
+	}
+	return fmt.Errorf("the rule has no occurrence %s%s", why, neverMeet(e.opt))
+}
+
+// unreachable says why a rule finer than daily never reaches a time of
+// day its BYHOUR, BYMINUTE and BYSECOND allow, or returns "": its steps
+// (INTERVAL hours, minutes or seconds from DTSTART) reach only the times
+// of day DTSTART's is congruent to, modulo the greatest common divisor of
+// INTERVAL and the units in a day (python-dateutil rejects the same).
+func unreachable(opt rrule.ROption) string {
+	unit, base := 0, 0
+	switch opt.Freq {
+	case rrule.HOURLY:
+		unit, base = 3600, 24
+	case rrule.MINUTELY:
+		unit, base = 60, 24*60
+	case rrule.SECONDLY:
+		unit, base = 1, 24*3600
+	default:
+		return ""
+	}
+	g := gcd(max(opt.Interval, 1), base)
+	s := opt.Dtstart
+	u0 := (s.Hour()*3600 + s.Minute()*60 + s.Second()) / unit
+	allows := func(xs []int, v int) bool { return len(xs) == 0 || slices.Contains(xs, v) }
+	for u := u0 % g; u < base; u += g {
+		sec := u * unit
+		if allows(opt.Byhour, sec/3600) && (opt.Freq < rrule.MINUTELY || allows(opt.Byminute, sec/60%60)) && (opt.Freq < rrule.SECONDLY || allows(opt.Bysecond, sec%60)) {
+			return ""
+		}
+	}
+	var parts []string
+	for _, p := range []struct {
+		name string
+		xs   []int
+		freq rrule.Frequency
+	}{{"BYHOUR", opt.Byhour, rrule.HOURLY}, {"BYMINUTE", opt.Byminute, rrule.MINUTELY}, {"BYSECOND", opt.Bysecond, rrule.SECONDLY}} {
+		if len(p.xs) > 0 && opt.Freq >= p.freq {
+			parts = append(parts, p.name+"="+ints(p.xs))
+		}
+	}
+	return fmt.Sprintf("FREQ=%s;INTERVAL=%d from DTSTART %s never reaches %s", opt.Freq, max(opt.Interval, 1), s.Format(rrule.LocalDateTimeFormat), strings.Join(parts, ";"))
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// daysOnly returns, for a rule of FREQ=WEEKLY or finer whose BYxxx parts
+// choose days (beyond BYMONTH), a yearly rule with the same day parts up
+// to limit: the rule has an occurrence only if it does. Its expansion
+// steps a year at a time, where the rule's own steps a day or less.
+func daysOnly(opt rrule.ROption, limit time.Time) (*rrule.RRule, bool) {
+	if opt.Freq < rrule.WEEKLY || len(opt.Byweekno) == 0 && len(opt.Byyearday) == 0 && len(opt.Bymonthday) == 0 && len(opt.Byweekday) == 0 && len(opt.Byeaster) == 0 {
+		return nil, false
+	}
+	days := rrule.ROption{
+		Freq: rrule.YEARLY, Dtstart: opt.Dtstart, Until: limit, Wkst: opt.Wkst,
+		Bymonth: opt.Bymonth, Bymonthday: opt.Bymonthday, Byyearday: opt.Byyearday, Byweekno: opt.Byweekno, Byeaster: opt.Byeaster,
+		Byhour: []int{23}, Byminute: []int{59}, Bysecond: []int{59},
+	}
+	plain := []rrule.Weekday{rrule.MO, rrule.TU, rrule.WE, rrule.TH, rrule.FR, rrule.SA, rrule.SU}
+	for _, wd := range opt.Byweekday {
+		days.Byweekday = append(days.Byweekday, plain[wd.Day()]) // finer than monthly: any such weekday
+	}
+	r, err := rrule.NewRRule(days)
+	return r, err == nil
+}
+
+// neverMeet names the parts of a rule that cannot meet, where it can tell.
+func neverMeet(opt rrule.ROption) string {
+	if len(opt.Bymonth) == 0 || len(opt.Bymonthday) == 0 {
+		return ""
+	}
+	for _, m := range opt.Bymonth {
+		days := time.Date(2000, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day() // a leap year: the most
+		for _, d := range opt.Bymonthday {
+			if d <= days && -d <= days {
+				return ""
+			}
+		}
+	}
+	return fmt.Sprintf(": BYMONTHDAY=%s falls in none of the months BYMONTH=%s", ints(opt.Bymonthday), ints(opt.Bymonth))
+}
+
+func ints(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// from returns the rule expanded from a start at most a period before the
+// wall time w, with the occurrences the rule from DTSTART has from w on:
+// a whole number of periods (INTERVAL × FREQ) after DTSTART, where the
+// rule is in the same phase, minus one period so that the start's own
+// period, which the expansion cuts at the start, ends before w. A rule
+// with COUNT counts from DTSTART, so it starts there.
+func (e expansion) from(w time.Time) *rrule.RRule {
+	start := e.opt.Dtstart
+	if e.opt.Count > 0 || !w.After(start) {
+		return e.full
+	}
+	interval := max(e.opt.Interval, 1)
+	var rebased time.Time
+	switch e.opt.Freq {
+	case rrule.YEARLY:
+		k := (w.Year()-start.Year())/interval - 1
+		rebased = time.Date(start.Year()+k*interval, 1, 1, 0, 0, 0, 0, time.UTC)
+	case rrule.MONTHLY:
+		months := (w.Year()-start.Year())*12 + int(w.Month()-start.Month())
+		k := months/interval - 1
+		rebased = time.Date(start.Year(), start.Month()+time.Month(k*interval), 1, 0, 0, 0, 0, time.UTC)
+	default:
+		unit := map[rrule.Frequency]int64{rrule.WEEKLY: 7 * 86400, rrule.DAILY: 86400, rrule.HOURLY: 3600, rrule.MINUTELY: 60, rrule.SECONDLY: 1}[e.opt.Freq]
+		period := unit * int64(interval)
+		k := (w.Unix()-start.Unix())/period - 1
+		rebased = time.Unix(start.Unix()+k*period, 0).UTC()
+	}
+	if !rebased.After(start) {
+		return e.full
+	}
+	opt := e.opt
+	opt.Dtstart = rebased
+	r, err := rrule.NewRRule(opt)
+	if err != nil {
+		return e.full // cannot be: the same options read before
+	}
+	return r
 }
 
 func (r rruleSpec) String() string { return r.text }
 
-// rruleHorizon bounds the search for a rule's next occurrence, in years.
-const rruleHorizon = 400
-
 func (r rruleSpec) Next(t time.Time) time.Time {
 	var best time.Time
-	for _, set := range r.sets {
-		if n := r.next(set, t); !n.IsZero() && (best.IsZero() || n.Before(best)) {
-			best = n
+	if len(r.rules) > 0 {
+		lo, hi := offsetsAround(t, r.loc)
+		for _, e := range r.rules {
+			if n := r.next(e, t, lo, hi); !n.IsZero() && (best.IsZero() || n.Before(best)) {
+				best = n
+			}
 		}
 	}
-	for _, at := range r.rdates {
-		if at.After(t) && (best.IsZero() || at.Before(best)) {
-			best = at.In(r.loc)
+	i, _ := slices.BinarySearchFunc(r.dates, t, func(d, t time.Time) int {
+		if d.After(t) {
+			return 1
 		}
+		return -1
+	})
+	if i < len(r.dates) && (best.IsZero() || r.dates[i].Before(best)) {
+		best = r.dates[i].In(r.loc)
 	}
 	return best
 }
 
-// next looks for the set's first occurrence after t in windows of wall
-// times that double in length. A wall time w stands for an instant within
-// zone.MaxOffset of w, and RFC 5545's placement is not monotonic (02:30 in
-// a gap becomes 03:30, after 03:15), so a window is done only when its
-// end is that far past the best instant found.
-func (r rruleSpec) next(set *rrule.Set, t time.Time) time.Time {
-	from := time.Unix(t.Unix()-zone.MaxOffset, 0).UTC()
-	span := 2 * 24 * time.Hour
+// offsetsAround returns the least and the greatest UTC offset loc has from
+// two days before t to 2·zone.MaxOffset and two days after it, in seconds.
+func offsetsAround(t time.Time, loc *time.Location) (lo, hi int64) {
+	lo, hi = zone.MaxOffset, -zone.MaxOffset
+	a, end := t.Unix()-2*86400, t.Unix()+2*zone.MaxOffset+2*86400
+	for a < end {
+		off, next := zone.Segment(a, loc)
+		lo, hi = min(lo, off), max(hi, off)
+		if next == zone.NoEnd {
+			break
+		}
+		a = next
+	}
+	return lo, hi
+}
+
+// next returns the expansion's first occurrence after t, or zero. lo and
+// hi are loc's least and greatest offsets around t (offsetsAround).
+//
+// A wall time w stands for the instant w minus an offset in force at or
+// just before it, and RFC 5545's placement is not monotonic (02:30 in a
+// gap becomes 03:30, after 03:15). So the walk starts at the wall time
+// t+lo — an instant after t has a later wall time, whether near t (its
+// offset is at least lo) or far (its offset is less than MaxOffset) —
+// and it stops once the wall time is more than hi past the best instant
+// found (MaxOffset when that instant is past the span lo and hi cover):
+// no later wall time is placed before it.
+func (r rruleSpec) next(e expansion, t time.Time, lo, hi int64) time.Time {
+	if !e.until.IsZero() && !t.Before(e.until) {
+		return time.Time{}
+	}
+	from := time.Unix(t.Unix()+lo, 0).UTC()
+	covered := t.Unix() + 2*zone.MaxOffset
 	horizon := from.AddDate(rruleHorizon, 0, 0)
 	var best time.Time
-	for from.Before(horizon) {
-		to := from.Add(span)
-		for _, w := range set.Between(from, to, true) {
-			at := resolveRFC5545(w.Unix(), r.loc)
-			if at.After(t) && (best.IsZero() || at.Before(best)) {
-				best = at
+	next := e.from(from).Iterator()
+	for w, ok := next(); ok && !w.After(horizon); w, ok = next() {
+		if w.Before(from) {
+			continue
+		}
+		if !best.IsZero() {
+			margin := hi
+			if best.Unix() > covered {
+				margin = zone.MaxOffset
+			}
+			if w.Unix()-margin > best.Unix() {
+				break
 			}
 		}
-		switch {
-		case !best.IsZero() && to.Unix()-zone.MaxOffset > best.Unix():
-			return best
-		case best.IsZero() && set.After(to, false).IsZero():
-			return time.Time{} // the rule has ended
+		if e.exdates[w.Unix()] {
+			continue
 		}
-		from, span = to, span*2
+		at := resolveRFC5545(w.Unix(), r.loc)
+		if !e.until.IsZero() && at.After(e.until) {
+			continue
+		}
+		if at.After(t) && (best.IsZero() || at.Before(best)) {
+			best = at
+		}
 	}
 	return best
 }
