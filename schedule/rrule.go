@@ -222,11 +222,6 @@ func readDTStart(line string, loc *time.Location) (*time.Location, time.Time, er
 	return zone, t, nil
 }
 
-// asWall returns t's local date and time in loc on the floating wall clock.
-func asWall(t time.Time, loc *time.Location) time.Time {
-	return time.Unix(wallOf(t, loc), 0).UTC()
-}
-
 type rruleSpec struct {
 	rules []expansion // one per RRULE line
 	dates []time.Time // RDATEs, placed, sorted
