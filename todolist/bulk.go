@@ -124,6 +124,9 @@ func (l *List) AddManyTx(ctx context.Context, ext sqlx.ExtContext, items []NewIt
 	if err != nil || len(rows.ids) == 0 {
 		return err
 	}
+	for _, id := range rows.ids {
+		l.touch(ctx, id)
+	}
 	return l.execMany(ctx, ext, rows)
 }
 
@@ -259,6 +262,7 @@ func (l *List) removeManyTx(ctx context.Context, ext sqlx.ExtContext, ids []stri
 		if err := validateID(id); err != nil {
 			return fmt.Errorf("todolist: remove %d items from %q: item %d: %w", len(ids), l.name, i, err)
 		}
+		l.touch(ctx, id)
 		if l.working(ctx, id) {
 			counted = append(counted, id)
 		} else {

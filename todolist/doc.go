@@ -110,6 +110,33 @@
 // many items one call decides. A [Projection] applied to the events of a
 // whole batch removes each run of items in a statement or two.
 //
+// # Batches in one transaction
+//
+// [NewTxBatchProcessor] and [HandleTxBatch] take a [TxBatchAction]: it is
+// given the transaction that took its batch, and the batch's outcomes are
+// written in that transaction before it commits. A batch is then one
+// commit instead of three (the claim, the action's own, the settle), and
+// no claim is written: on PostgreSQL the rows are locked FOR UPDATE SKIP
+// LOCKED, so that processors on several machines share a list's due items
+// between them; on SQLite the transaction holds the database's one write
+// lock. Either way what the action decided and what the list records of
+// it commit together or not at all: a crash, a cancelled ctx or a failed
+// commit leaves every item due as it was, at once, with no lease to wait
+// out and no attempt counted.
+//
+// The price is the transaction's length: the batch's rows (and on SQLite
+// every other writer) wait for the action. It suits actions that only
+// write to the list's database, and quickly — a scheduler recording its
+// runs, a batch of aggregates deciding through an event store on the same
+// database — and not actions that call out to other services. Leases do
+// not apply, so [WithLease] has no effect, and Released, Lost and
+// LeasesLost stay zero. An item the action changes through the list with
+// its ctx and tx is left as the action left it; a done item is otherwise
+// removed. A list is best worked by processors of one kind: a claiming
+// processor does not see the rows a transactional one holds, so an item
+// may then be worked by both, which [Action]'s at-least-once rule allows
+// but which wastes the work.
+//
 // # Conflicts
 //
 // An error is a version conflict when its tree holds, anywhere, a value

@@ -219,3 +219,46 @@ func ExampleList_Reactivate() {
 	// cancel order-1
 	// pending 0, parked 0
 }
+
+// Send the reminders of a day in one transaction per batch: the action
+// writes each reminder to an outbox in the transaction that took the
+// batch, and the items leave the list in the same commit, so a crash
+// leaves both or neither.
+func ExampleNewTxBatchProcessor() {
+	ctx := context.Background()
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	if _, err := db.Exec(`CREATE TABLE outbox (message TEXT NOT NULL)`); err != nil {
+		log.Fatal(err)
+	}
+	reminders, err := todolist.Open(ctx, db, "reminders")
+	if err != nil {
+		log.Fatal(err)
+	}
+	at := time.Date(2026, 3, 29, 9, 0, 0, 0, time.UTC)
+	_ = reminders.AddMany(ctx, []todolist.NewItem{{ID: "invoice-7", Due: at}, {ID: "invoice-8", Due: at}, {ID: "invoice-9", Due: at.Add(24 * time.Hour)}})
+
+	remind := func(ctx context.Context, tx *sqlx.Tx, items []todolist.Item) ([]error, error) {
+		outcomes := make([]error, len(items))
+		for i, it := range items {
+			_, outcomes[i] = tx.ExecContext(ctx, `INSERT INTO outbox (message) VALUES (?)`, "remind "+it.ID)
+		}
+		return outcomes, nil
+	}
+	clock := clockwork.NewFakeClockAt(at.Add(time.Minute))
+	p, err := todolist.NewTxBatchProcessor(reminders, remind, todolist.WithClock(clock))
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := p.Process(ctx, at)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var sent []string
+	if err := db.Select(&sent, `SELECT message FROM outbox ORDER BY message`); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Done, "done:", sent)
+	// Output:
+	// 2 done: [remind invoice-7 remind invoice-8]
+}

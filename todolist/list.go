@@ -207,6 +207,7 @@ func (l *List) AddTx(ctx context.Context, ext sqlx.ExtContext, id string, due ti
 	if err := validateTime("due time", due); err != nil {
 		return fmt.Errorf("todolist: add %q to %q: %w", id, l.name, err)
 	}
+	l.touch(ctx, id)
 	at := sqldb.EncodeTime(due)
 	if _, err := ext.ExecContext(ctx, l.q.add, l.name, id, at, at); err != nil {
 		return fmt.Errorf("todolist: add %q to %q: %w", id, l.name, err)
@@ -242,6 +243,7 @@ func (l *List) RemoveTx(ctx context.Context, ext sqlx.ExtContext, id string) err
 	if err := validateID(id); err != nil {
 		return fmt.Errorf("todolist: remove from %q: %w", l.name, err)
 	}
+	l.touch(ctx, id)
 	if !l.working(ctx, id) {
 		if _, err := ext.ExecContext(ctx, l.q.remove, l.name, id); err != nil {
 			return fmt.Errorf("todolist: remove %q from %q: %w", id, l.name, err)

@@ -96,7 +96,10 @@ type Processor struct {
 	// batchAction, when set, decides each claimed batch at once instead
 	// of action per item (see [NewBatchProcessor]).
 	batchAction BatchAction
-	cfg         processorConfig
+	// txAction, when set, decides each batch in the transaction that
+	// takes it (see [NewTxBatchProcessor]).
+	txAction TxBatchAction
+	cfg      processorConfig
 }
 
 // NewProcessor returns a processor running action for the due items of list.
@@ -175,27 +178,12 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 		cutoff = start
 	}
 	res := Result{Cutoff: cutoff}
-	for {
-		limit := p.cfg.batchSize
-		if p.cfg.maxItems > 0 {
-			limit = min(limit, p.cfg.maxItems-res.Claimed)
-		}
-		if limit <= 0 || (p.overTime(start) && res.Claimed > 0) {
-			break
-		}
-		batch, token, leaseEnd, err := p.claim(ctx, cutoff, limit)
-		if err != nil {
-			return res, err
-		}
-		res.Claimed += len(batch)
-		stopped, err := p.batch(ctx, batch, token, leaseEnd, start, &res)
-		if err != nil {
-			return res, err
-		}
-		// A short pick means nothing more was due.
-		if stopped || len(batch) < limit {
-			break
-		}
+	work := p.processClaimed
+	if p.txAction != nil {
+		work = p.processTx
+	}
+	if err := work(ctx, start, &res); err != nil {
+		return res, err
 	}
 	// Counted on every tick, not only when a budget stopped it: rows that
 	// changed under a claim can be left behind by a tick that ran dry.
@@ -206,6 +194,44 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 		p.cfg.observer.Tick(p.list.name, res)
 	}
 	return res, nil
+}
+
+// processClaimed is Process for the actions that run outside the
+// transaction that claims their items: batch after batch, each claimed
+// under a lease, worked and settled.
+func (p *Processor) processClaimed(ctx context.Context, start time.Time, res *Result) error {
+	for {
+		limit := p.nextLimit(start, res)
+		if limit <= 0 {
+			return nil
+		}
+		batch, token, leaseEnd, err := p.claim(ctx, res.Cutoff, limit)
+		if err != nil {
+			return err
+		}
+		res.Claimed += len(batch)
+		stopped, err := p.batch(ctx, batch, token, leaseEnd, start, res)
+		if err != nil {
+			return err
+		}
+		// A short pick means nothing more was due.
+		if stopped || len(batch) < limit {
+			return nil
+		}
+	}
+}
+
+// nextLimit is how many items the next batch of a tick may take: none
+// once the tick took its maximum or spent its time budget.
+func (p *Processor) nextLimit(start time.Time, res *Result) int {
+	limit := p.cfg.batchSize
+	if p.cfg.maxItems > 0 {
+		limit = min(limit, p.cfg.maxItems-res.Claimed)
+	}
+	if p.overTime(start) && res.Claimed > 0 {
+		return 0
+	}
+	return limit
 }
 
 // claimed is an item as a batch holds it.
@@ -637,6 +663,9 @@ func (p *Processor) run(ctx context.Context, it Item) (err error) {
 type working struct {
 	list, id string
 	batch    map[string]struct{}
+	// touched, for a [TxBatchAction], records the items of its batch
+	// that it changes through the list.
+	touched *touched
 }
 
 // workingKey is the context key of [working].
@@ -682,16 +711,7 @@ func (p *Processor) fail(ctx context.Context, done *batchDone, c claimed, actErr
 		res.Lost++
 		return nil
 	}
-	it.Attempts++
-	it.LastError = errorText(actErr)
-	it.Parked = it.Attempts >= p.cfg.maxAttempts
-	it.Claimed = false
-	it.NextAttempt = now.Add(p.backoff(it.Attempts))
-	if it.NextAttempt.After(maxTime) {
-		// The latest instant the storage holds: near the year 2262 a
-		// long backoff would otherwise wrap around to the past.
-		it.NextAttempt = maxTime
-	}
+	it = p.failedAttempt(it, actErr, now)
 	parked := 0
 	if it.Parked {
 		parked = 1

@@ -1,0 +1,475 @@
+package todolist
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/tick"
+)
+
+// TxBatchAction is a [BatchAction] that decides its batch inside the
+// transaction that took it: tx holds the batch's rows (on PostgreSQL
+// locked FOR UPDATE, on SQLite under the database's one write lock) and,
+// once the action returns, the processor writes every outcome in tx and
+// commits it with whatever the action wrote there. A batch then costs one
+// commit instead of three (claim, the action's own, settle) and writes no
+// claim: what the action decided and what the list records of it commit
+// together or not at all.
+//
+// The outcomes mean what a BatchAction's do: nil is done, a conflict
+// anywhere in an error's tree is tried again next tick without counting an
+// attempt, any other error is a failure that backs off and parks. What the
+// action wrote in tx for an item it reports failed or conflicting commits
+// with the rest, so the action must undo it itself (a savepoint per item,
+// say); the second value, a panic, or a slice whose length is not the
+// batch's fails every item and undoes everything the action wrote.
+//
+// Changes the action makes to its batch's items must go through the list
+// with ctx and tx ([List.AddTx], [List.AddManyTx], [List.RemoveTx]), as a
+// projection fed from the action's events does: an item the action
+// re-added or removed is then left as the action left it, where a done
+// item is otherwise removed.
+type TxBatchAction func(ctx context.Context, tx *sqlx.Tx, items []Item) ([]error, error)
+
+// NewTxBatchProcessor returns a processor deciding the due items of list
+// a batch at a time with action, each batch taken, decided and settled in
+// one transaction (see [TxBatchAction] and the package documentation,
+// Batches in one transaction). It takes the options of [NewProcessor]
+// but the lease's: nothing is claimed, the transaction holds the batch.
+func NewTxBatchProcessor(list *List, action TxBatchAction, opts ...ProcessorOption) (*Processor, error) {
+	if list == nil {
+		return nil, fmt.Errorf("todolist: new transactional batch processor: %w", ErrNilList)
+	}
+	if action == nil {
+		return nil, fmt.Errorf("todolist: new transactional batch processor for %q: %w", list.name, ErrNilAction)
+	}
+	p, err := newProcessor(list, nil, nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	p.txAction = action
+	return p, nil
+}
+
+// HandleTxBatch is [Handle] for a [TxBatchAction]: it returns a handler
+// that works list's due items, a transaction per batch, on every
+// passage-of-time event of type E.
+func HandleTxBatch[E tick.Event](list *List, action TxBatchAction, opts ...ProcessorOption) (func(context.Context, E) error, error) {
+	p, err := NewTxBatchProcessor(list, action, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return Handler[E](p), nil
+}
+
+// touched records the items of a transactional batch that its action
+// changed through the list: they are left as the action left them.
+type touched struct {
+	mu  sync.Mutex
+	ids map[string]struct{}
+}
+
+func (t *touched) add(id string) {
+	t.mu.Lock()
+	t.ids[id] = struct{}{}
+	t.mu.Unlock()
+}
+
+func (t *touched) has(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.ids[id]
+	return ok
+}
+
+// touch records that ctx's transactional batch action changes id, if id
+// is one of its batch.
+func (l *List) touch(ctx context.Context, id string) {
+	if w, ok := ctx.Value(workingKey{}).(working); ok && w.touched != nil && l.working(ctx, id) {
+		w.touched.add(id)
+	}
+}
+
+// pickTxSQLite and pickTxPostgres take a transactional batch: the items
+// ready at the cutoff, earliest run first, skipping those a claim holds.
+// PostgreSQL's locks the rows and skips those another transaction has
+// locked, so processors share a list's due items between them; SQLite's
+// runs under the write lock, which leaves no one to share with. The
+// placeholders are those of the claim: list, cutoff, now, limit.
+const (
+	pickTxSQLite = `SELECT id, due, attempts, last_error FROM todolist_items
+WHERE ` + ready + ` ORDER BY run_at LIMIT ?`
+	pickTxPostgres = `SELECT id, due, attempts, last_error, xmin::text::bigint FROM todolist_items
+WHERE ` + readyPostgres + ` ORDER BY run_at LIMIT $4 FOR UPDATE SKIP LOCKED`
+	// removeTxPostgres deletes the done rows of a transactional batch that
+	// are still the version picked: the list, the IDs and the versions.
+	// A row the action changed in the transaction is a new version.
+	removeTxPostgres = `DELETE FROM todolist_items AS t
+USING unnest($2::text[], $3::bigint[]) AS d(id, version)
+WHERE t.list = $1 AND t.id = d.id AND t.xmin::text::bigint = d.version`
+	// conflictTxPostgres sets the conflicting rows of a transactional
+	// batch, still the versions picked, to run just past the cutoff: the
+	// next run, the list, the IDs and the versions.
+	conflictTxPostgres = `UPDATE todolist_items AS t SET run_at = $1
+FROM unnest($3::text[], $4::bigint[]) AS d(id, version)
+WHERE t.list = $2 AND t.id = d.id AND t.xmin::text::bigint = d.version`
+	// failTx records a failed attempt on an item of a transactional batch.
+	failTx = `UPDATE todolist_items SET attempts = ?, last_error = ?, run_at = ?, parked = ?
+WHERE list = ? AND id = ?`
+	// dueTxSQLite reads back the due times of a batch's items, on SQLite,
+	// where a row has no version: an item whose due time changed is not
+	// the one picked.
+	dueTxSQLite = `SELECT id, due FROM todolist_items WHERE list = ? AND id IN`
+	removeTxIDs = `DELETE FROM todolist_items WHERE list = ? AND id IN`
+)
+
+// txSavepoint marks the start of a transactional batch's action, to undo
+// what it wrote when it fails as a whole.
+const txSavepoint = "todolist_batch"
+
+// processTx is Process for a transactional batch action: batch after
+// batch, each in a transaction of its own, until none is due, the budget
+// is spent or ctx ends.
+func (p *Processor) processTx(ctx context.Context, start time.Time, res *Result) error {
+	for {
+		limit := p.nextLimit(start, res)
+		if limit <= 0 {
+			return nil
+		}
+		n, err := p.txBatch(ctx, limit, res)
+		if err != nil {
+			return err
+		}
+		// A short pick means nothing more was due.
+		if n < limit {
+			return nil
+		}
+	}
+}
+
+// txOutcome is a batch item's outcome as a transactional batch writes it.
+type txOutcome struct {
+	item claimed
+	err  error
+}
+
+// txBatch takes, decides and settles one batch in one transaction, and
+// returns how many items it took. Nothing is written unless the
+// transaction commits: a failure before then, a cancelled ctx or a crash
+// leaves every item due as it was, for the next tick.
+func (p *Processor) txBatch(ctx context.Context, limit int, res *Result) (n int, err error) {
+	l := p.list
+	tx, err := l.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("todolist: process %q: begin: %w", l.name, err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			err = errors.Join(err, ignoreDone(tx.Rollback()))
+		}
+	}()
+	batch, err := p.pickTx(ctx, tx, res.Cutoff, limit)
+	if err != nil {
+		return 0, fmt.Errorf("todolist: take due items of %q: %w", l.name, err)
+	}
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	res.Claimed += len(batch)
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+txSavepoint); err != nil {
+		return len(batch), fmt.Errorf("todolist: process %q: %w", l.name, err)
+	}
+	mark := &touched{ids: make(map[string]struct{}, 8)}
+	outcomes, whole := p.runTxBatch(ctx, tx, batch, mark)
+	if ctx.Err() != nil {
+		// As for an Action: failures most likely came from the
+		// cancellation, and are not counted. Nothing was written.
+		return len(batch), fmt.Errorf("todolist: process %q: abandoned the batch in flight, its items stay due: %w", l.name, context.Cause(ctx))
+	}
+	if whole {
+		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+txSavepoint); err != nil {
+			return len(batch), fmt.Errorf("todolist: process %q: undo the failed batch: %w", l.name, err)
+		}
+	}
+	var done, conflicts []claimed
+	var failed []txOutcome
+	for i, it := range batch {
+		switch err := outcomes[i]; {
+		case err == nil:
+			if !mark.has(it.ID) {
+				done = append(done, it)
+			}
+		case isConflict(err):
+			conflicts = append(conflicts, it)
+		default:
+			failed = append(failed, txOutcome{item: it, err: err})
+		}
+	}
+	settled, err := p.settleTx(ctx, tx, done, conflicts, failed, res.Cutoff)
+	if err != nil {
+		return len(batch), fmt.Errorf("todolist: settle a batch of %q: %w", l.name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return len(batch), fmt.Errorf("todolist: process %q: commit: %w", l.name, err)
+	}
+	committed = true
+	p.reportTx(batch, outcomes, settled, res)
+	return len(batch), nil
+}
+
+func ignoreDone(err error) error {
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
+}
+
+// pickTx reads a batch in tx, earliest due first, then by ID.
+func (p *Processor) pickTx(ctx context.Context, tx *sqlx.Tx, cutoff time.Time, limit int) ([]claimed, error) {
+	l := p.list
+	now := sqldb.EncodeTime(p.cfg.clock.Now())
+	query := l.db.Rebind(pickTxSQLite)
+	if l.q.claimSets {
+		query = pickTxPostgres
+	}
+	rows, err := tx.QueryContext(ctx, query, l.name, sqldb.EncodeTime(cutoff), now, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	batch := make([]claimed, 0, limit)
+	for rows.Next() {
+		var it claimed
+		var due, version int64
+		dest := []any{&it.ID, &due, &it.Attempts, &it.LastError}
+		if l.q.claimSets {
+			dest = append(dest, &version)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		it.Due, it.version = sqldb.DecodeTime(due), uint32(version)
+		batch = append(batch, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(batch, func(a, b claimed) int {
+		return cmp.Or(a.Due.Compare(b.Due), strings.Compare(a.ID, b.ID))
+	})
+	return batch, nil
+}
+
+// runTxBatch calls the action and returns one outcome per item; whole
+// reports that the action failed as a whole (its error, its panic, the
+// wrong number of outcomes), which is then every item's outcome.
+func (p *Processor) runTxBatch(ctx context.Context, tx *sqlx.Tx, batch []claimed, mark *touched) (outcomes []error, whole bool) {
+	items := make([]Item, len(batch))
+	ids := make(map[string]struct{}, len(batch))
+	for i, c := range batch {
+		items[i] = c.Item
+		ids[c.ID] = struct{}{}
+	}
+	ctx = context.WithValue(ctx, workingKey{}, working{list: p.list.name, batch: ids, touched: mark})
+	outcomes, err := func() (outcomes []error, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				outcomes, err = nil, fmt.Errorf("%w: %v", ErrActionPanicked, r)
+			}
+		}()
+		return p.txAction(ctx, tx, items)
+	}()
+	if err == nil && len(outcomes) != len(batch) {
+		err = fmt.Errorf("%w: %d for a batch of %d items", ErrBatchOutcomes, len(outcomes), len(batch))
+	}
+	if err == nil {
+		return outcomes, false
+	}
+	outcomes = make([]error, len(batch))
+	for i := range outcomes {
+		outcomes[i] = err
+	}
+	return outcomes, true
+}
+
+// txSettled is what settleTx wrote: the done items it removed, and the
+// failures it recorded, parked or not.
+type txSettled struct {
+	removed int
+	failed  []Item // with the attempt recorded
+	parked  []Item
+}
+
+// settleTx writes a transactional batch's outcomes in tx: removes the
+// done items still as picked, sets the conflicts to run just past the
+// cutoff, records each failure, and adds the batch to the list's totals.
+func (p *Processor) settleTx(ctx context.Context, tx *sqlx.Tx, done, conflicts []claimed, failed []txOutcome, cutoff time.Time) (txSettled, error) {
+	l := p.list
+	var s txSettled
+	if !l.q.claimSets {
+		// A row has no version on SQLite: one whose due time changed in
+		// the transaction (without going through the list) is new work.
+		var err error
+		if done, err = p.unchanged(ctx, tx, done); err != nil {
+			return s, err
+		}
+		if conflicts, err = p.unchanged(ctx, tx, conflicts); err != nil {
+			return s, err
+		}
+	}
+	if len(done) > 0 {
+		var r sql.Result
+		var err error
+		if l.q.claimSets {
+			ids, versions := idsAndVersions(done)
+			r, err = tx.ExecContext(ctx, removeTxPostgres, l.name, ids, versions)
+		} else {
+			r, err = p.exec(ctx, tx, removeTxIDs, idsOf(done), l.name)
+		}
+		if s.removed, err = rowsAffected(r, err); err != nil {
+			return s, fmt.Errorf("remove done items: %w", err)
+		}
+	}
+	if len(conflicts) > 0 {
+		next := sqldb.EncodeTime(cutoff) + 1
+		var err error
+		if l.q.claimSets {
+			ids, versions := idsAndVersions(conflicts)
+			_, err = tx.ExecContext(ctx, conflictTxPostgres, next, l.name, ids, versions)
+		} else {
+			_, err = p.exec(ctx, tx, `UPDATE todolist_items SET run_at = ? WHERE list = ? AND id IN`, idsOf(conflicts), next, l.name)
+		}
+		if err != nil {
+			return s, fmt.Errorf("set conflicting items to run again: %w", err)
+		}
+	}
+	now := p.cfg.clock.Now()
+	for _, f := range failed {
+		it := p.failedAttempt(f.item.Item, f.err, now)
+		parked := 0
+		if it.Parked {
+			parked = 1
+		}
+		if _, err := tx.ExecContext(ctx, l.db.Rebind(failTx), it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parked, l.name, it.ID); err != nil {
+			return s, fmt.Errorf("record failure of %q: %w", it.ID, err)
+		}
+		if it.Parked {
+			s.parked = append(s.parked, it)
+		} else {
+			s.failed = append(s.failed, it)
+		}
+	}
+	counts := batchDone{failures: len(failed), parkings: len(s.parked)}
+	if err := p.count(ctx, tx, s.removed, counts); err != nil {
+		return s, fmt.Errorf("count the batch: %w", err)
+	}
+	return s, nil
+}
+
+// unchanged returns the items of batch whose due time in tx is still the
+// one picked, on SQLite.
+func (p *Processor) unchanged(ctx context.Context, tx *sqlx.Tx, batch []claimed) ([]claimed, error) {
+	if len(batch) == 0 {
+		return batch, nil
+	}
+	l := p.list
+	args := make([]any, 0, len(batch)+1)
+	args = append(args, l.name)
+	for _, it := range batch {
+		args = append(args, it.ID)
+	}
+	rows, err := tx.QueryContext(ctx, batchStatement(l.db, dueTxSQLite, len(batch)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("read back due times: %w", err)
+	}
+	defer rows.Close()
+	dues := make(map[string]int64, len(batch))
+	for rows.Next() {
+		var id string
+		var due int64
+		if err := rows.Scan(&id, &due); err != nil {
+			return nil, fmt.Errorf("read back due times: %w", err)
+		}
+		dues[id] = due
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read back due times: %w", err)
+	}
+	kept := batch[:0:0]
+	for _, it := range batch {
+		if due, ok := dues[it.ID]; ok && due == sqldb.EncodeTime(it.Due) {
+			kept = append(kept, it)
+		}
+	}
+	return kept, nil
+}
+
+// failedAttempt is it after a failed attempt at now: its attempts, error,
+// next attempt and whether it is parked.
+func (p *Processor) failedAttempt(it Item, actErr error, now time.Time) Item {
+	it.Attempts++
+	it.LastError = errorText(actErr)
+	it.Parked = it.Attempts >= p.cfg.maxAttempts
+	it.Claimed = false
+	it.NextAttempt = now.Add(p.backoff(it.Attempts))
+	if it.NextAttempt.After(maxTime) {
+		// The latest instant the storage holds: near the year 2262 a
+		// long backoff would otherwise wrap around to the past.
+		it.NextAttempt = maxTime
+	}
+	return it
+}
+
+// reportTx counts a committed transactional batch in res and tells the
+// observer, now that what it reports is durable.
+func (p *Processor) reportTx(batch []claimed, outcomes []error, s txSettled, res *Result) {
+	obs := p.cfg.observer
+	for i, it := range batch {
+		switch err := outcomes[i]; {
+		case err == nil:
+			res.Done++
+			if obs.Done != nil {
+				obs.Done(p.list.name, it.Item)
+			}
+		case isConflict(err):
+			res.Conflicts++
+		}
+	}
+	res.Failed += len(s.failed)
+	res.Parked += len(s.parked)
+	failures := make(map[string]error, len(s.failed)+len(s.parked))
+	for i, it := range batch {
+		if outcomes[i] != nil {
+			failures[it.ID] = outcomes[i]
+		}
+	}
+	for _, it := range s.failed {
+		if obs.Failed != nil {
+			obs.Failed(p.list.name, it, failures[it.ID])
+		}
+	}
+	for _, it := range s.parked {
+		if obs.Parked != nil {
+			obs.Parked(p.list.name, it, failures[it.ID])
+		}
+	}
+}
+
+func idsAndVersions(items []claimed) (ids []string, versions []int64) {
+	ids, versions = make([]string, len(items)), make([]int64, len(items))
+	for i, it := range items {
+		ids[i], versions[i] = it.ID, int64(it.version)
+	}
+	return ids, versions
+}
