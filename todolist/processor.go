@@ -663,9 +663,9 @@ func (p *Processor) run(ctx context.Context, it Item) (err error) {
 type working struct {
 	list, id string
 	batch    map[string]struct{}
-	// touched, for a [TxBatchAction], records the items of its batch
-	// that it changes through the list.
-	touched *touched
+	// tx, for a [TxBatchAction], collects what it leaves for its
+	// processor (see txState).
+	tx *txState
 }
 
 // workingKey is the context key of [working].

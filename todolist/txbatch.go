@@ -72,32 +72,71 @@ func HandleTxBatch[E tick.Event](list *List, action TxBatchAction, opts ...Proce
 	return Handler[E](p), nil
 }
 
-// touched records the items of a transactional batch that its action
-// changed through the list: they are left as the action left them.
-type touched struct {
-	mu  sync.Mutex
-	ids map[string]struct{}
+// txState is what the action of a transactional batch leaves for the
+// processor: the items of its batch it changed through the list, which
+// are left as it left them, and the functions to call once the batch
+// commits.
+type txState struct {
+	mu      sync.Mutex
+	touched map[string]struct{}
+	after   []func(context.Context)
 }
 
-func (t *touched) add(id string) {
+func (t *txState) touch(id string) {
 	t.mu.Lock()
-	t.ids[id] = struct{}{}
+	t.touched[id] = struct{}{}
 	t.mu.Unlock()
 }
 
-func (t *touched) has(id string) bool {
+func (t *txState) has(id string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, ok := t.ids[id]
+	_, ok := t.touched[id]
 	return ok
 }
 
 // touch records that ctx's transactional batch action changes id, if id
 // is one of its batch.
 func (l *List) touch(ctx context.Context, id string) {
-	if w, ok := ctx.Value(workingKey{}).(working); ok && w.touched != nil && l.working(ctx, id) {
-		w.touched.add(id)
+	if w, ok := ctx.Value(workingKey{}).(working); ok && w.tx != nil && l.working(ctx, id) {
+		w.tx.touch(id)
 	}
+}
+
+// AfterCommit registers f to be called once the transaction of the
+// [TxBatchAction] whose ctx is given has committed, with the processor's
+// ctx: what must only happen once the batch's decisions are durable, such
+// as publishing the events it appended. Functions are called in the order
+// registered, and not at all if the transaction does not commit or the
+// action fails as a whole (its writes are undone then). It
+// reports false, and registers nothing, when ctx is not that of a
+// transactional batch action.
+func AfterCommit(ctx context.Context, f func(context.Context)) bool {
+	w, ok := ctx.Value(workingKey{}).(working)
+	if !ok || w.tx == nil || f == nil {
+		return false
+	}
+	w.tx.mu.Lock()
+	w.tx.after = append(w.tx.after, f)
+	w.tx.mu.Unlock()
+	return true
+}
+
+// afterCommit calls the functions the action registered with AfterCommit;
+// a panic in one is returned as an error, after the others were called.
+func (t *txState) afterCommit(ctx context.Context) error {
+	var errs []error
+	for _, f := range t.after {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					errs = append(errs, fmt.Errorf("%w: after the batch committed: %v", ErrActionPanicked, r))
+				}
+			}()
+			f(ctx)
+		}()
+	}
+	return errors.Join(errs...)
 }
 
 // pickTxSQLite and pickTxPostgres take a transactional batch: the items
@@ -190,8 +229,8 @@ func (p *Processor) txBatch(ctx context.Context, limit int, res *Result) (n int,
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+txSavepoint); err != nil {
 		return len(batch), fmt.Errorf("todolist: process %q: %w", l.name, err)
 	}
-	mark := &touched{ids: make(map[string]struct{}, 8)}
-	outcomes, whole := p.runTxBatch(ctx, tx, batch, mark)
+	state := &txState{touched: make(map[string]struct{}, 8)}
+	outcomes, whole := p.runTxBatch(ctx, tx, batch, state)
 	if ctx.Err() != nil {
 		// As for an Action: failures most likely came from the
 		// cancellation, and are not counted. Nothing was written.
@@ -201,13 +240,14 @@ func (p *Processor) txBatch(ctx context.Context, limit int, res *Result) (n int,
 		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+txSavepoint); err != nil {
 			return len(batch), fmt.Errorf("todolist: process %q: undo the failed batch: %w", l.name, err)
 		}
+		state.after = nil // they follow writes that were undone
 	}
 	var done, conflicts []claimed
 	var failed []txOutcome
 	for i, it := range batch {
 		switch err := outcomes[i]; {
 		case err == nil:
-			if !mark.has(it.ID) {
+			if !state.has(it.ID) {
 				done = append(done, it)
 			}
 		case isConflict(err):
@@ -225,6 +265,9 @@ func (p *Processor) txBatch(ctx context.Context, limit int, res *Result) (n int,
 	}
 	committed = true
 	p.reportTx(batch, outcomes, settled, res)
+	if err := state.afterCommit(ctx); err != nil {
+		return len(batch), fmt.Errorf("todolist: process %q: %w", l.name, err)
+	}
 	return len(batch), nil
 }
 
@@ -274,14 +317,14 @@ func (p *Processor) pickTx(ctx context.Context, tx *sqlx.Tx, cutoff time.Time, l
 // runTxBatch calls the action and returns one outcome per item; whole
 // reports that the action failed as a whole (its error, its panic, the
 // wrong number of outcomes), which is then every item's outcome.
-func (p *Processor) runTxBatch(ctx context.Context, tx *sqlx.Tx, batch []claimed, mark *touched) (outcomes []error, whole bool) {
+func (p *Processor) runTxBatch(ctx context.Context, tx *sqlx.Tx, batch []claimed, state *txState) (outcomes []error, whole bool) {
 	items := make([]Item, len(batch))
 	ids := make(map[string]struct{}, len(batch))
 	for i, c := range batch {
 		items[i] = c.Item
 		ids[c.ID] = struct{}{}
 	}
-	ctx = context.WithValue(ctx, workingKey{}, working{list: p.list.name, batch: ids, touched: mark})
+	ctx = context.WithValue(ctx, workingKey{}, working{list: p.list.name, batch: ids, tx: state})
 	outcomes, err := func() (outcomes []error, err error) {
 		defer func() {
 			if r := recover(); r != nil {

@@ -325,3 +325,41 @@ func TestTwoTxBatchProcessorsShareAListOnPostgres(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, todolist.Stats{Completed: n}, stats)
 }
+
+// What an action registers with AfterCommit runs once its batch has
+// committed — it sees the batch's writes from another connection — and
+// not at all when the batch is undone; outside a transactional batch
+// action nothing is registered.
+func TestAfterCommitRunsOnlyOnceTheBatchCommitted(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
+		ctx := context.Background()
+		l := openList(t, db, "orders")
+		record, written := effects(t, db)
+		addItems(t, l, t0.Add(-time.Minute), "a", "b")
+		clock := clockwork.NewFakeClockAt(t0)
+		var seen [][]string
+		failWhole := true
+		p := newTxProcessor(t, l, clock, func(ctx context.Context, tx *sqlx.Tx, items []todolist.Item) ([]error, error) {
+			for _, it := range items {
+				require.NoError(t, record(ctx, tx, it.ID))
+			}
+			require.True(t, todolist.AfterCommit(ctx, func(context.Context) { seen = append(seen, written()) }))
+			if failWhole {
+				return nil, errFailed
+			}
+			return make([]error, len(items)), nil
+		}, todolist.WithBackoff(time.Second, time.Second))
+		_, err := p.Process(ctx, t0)
+		require.NoError(t, err)
+		require.Empty(t, seen, "an undone batch calls nothing")
+
+		failWhole = false
+		clock.Advance(time.Second)
+		_, err = p.Process(ctx, clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, [][]string{{"a", "b"}}, seen, "called once, after the commit")
+
+		require.False(t, todolist.AfterCommit(ctx, func(context.Context) {}))
+	})
+}
