@@ -24,36 +24,40 @@ type slotError struct {
 func (e *slotError) Error() string { return fmt.Sprintf("slot %d of the batch: %v", e.index, e.err) }
 func (e *slotError) Unwrap() error { return e.err }
 
-// fireBatch is the to-do list's action: the schedules of items are due.
+// fireBatch is the to-do list's transactional batch action: the
+// schedules of items are due, and tx holds their items.
 //
-// A batch fires set-wise, in one transaction and a handful of statements
-// whatever its size: one reads the schedules, one records the runs, one
-// moves the schedules on, one moves their items. A statement per slot
-// would cost the most at the moment it matters most: when thousands of
-// schedules share a minute. Until every handler has returned, nothing
-// says whether a slot fails; so when one does, the transaction is rolled
-// back and the batch fired again by fireEach, each slot under a savepoint
-// of its own, so that the failure undoes its own slot only. The failed
-// slot is not tried again then (its handler is called once an attempt),
-// but the handlers of the slots before it in the batch are called a
-// second time for the same slot ids: the first calls' transaction never
-// committed, as after a crash, which Handler already allows for.
-func (s *Scheduler) fireBatch(ctx context.Context, items []todolist.Item) ([]error, error) {
+// A batch fires set-wise, in a handful of statements whatever its size:
+// one reads the schedules, one records the runs, one moves the schedules
+// on, one moves their items. A statement per slot would cost the most at
+// the moment it matters most: when thousands of schedules share a minute.
+// Until every handler has returned, nothing says whether a slot fails; so
+// when one does, the batch is undone to a savepoint and fired again by
+// fireEach, each slot under a savepoint of its own, so that the failure
+// undoes its own slot only. The failed slot is not tried again then (its
+// handler is called once an attempt), but the handlers of the slots
+// before it in the batch are called a second time for the same slot ids:
+// the first calls' writes were undone, as after a crash, which Handler
+// already allows for.
+func (s *Scheduler) fireBatch(ctx context.Context, tx *sqlx.Tx, items []todolist.Item) ([]error, error) {
 	now := s.clock.Now()
-	var reports []SlotsSkipped
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
-		var err error
-		reports, err = s.fireSet(ctx, tx, items, now)
-		return err
-	})
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT schedule_batch"); err != nil {
+		return nil, fmt.Errorf("schedule: fire %d slots: %w", len(items), err)
+	}
+	reports, err := s.fireSet(ctx, tx, items, now)
 	outcomes := make([]error, len(items))
 	if failed := (*slotError)(nil); errors.As(err, &failed) {
-		outcomes, reports, err = s.fireEach(ctx, items, now, failed)
+		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT schedule_batch"); err != nil {
+			return nil, fmt.Errorf("schedule: fire %d slots: %w", len(items), err)
+		}
+		outcomes, reports, err = s.fireEach(ctx, tx, items, now, failed)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("schedule: fire %d slots: %w", len(items), err)
 	}
-	s.publish(ctx, reports)
+	if len(reports) > 0 && s.publisher != nil {
+		todolist.AfterCommit(ctx, func(ctx context.Context) { s.publish(ctx, reports) })
+	}
 	return outcomes, nil
 }
 

@@ -169,9 +169,11 @@ type SlotsSkipped struct {
 // schedule's next slot is one item of a to-do list: a Processor over that
 // list (Scheduler.Processor), driven by the passage of time like any
 // other, fires what is due. A Scheduler is safe for concurrent use, and
-// any number of processes may open one on the same database: the to-do
-// list's claims keep two of them from firing one schedule at once, and the
-// run's slot id keeps a slot from being recorded twice.
+// any number of processes may open one on the same database: a batch of
+// due slots fires in the transaction that takes their items (locked on
+// PostgreSQL, under the write lock on SQLite), which keeps two of them
+// from firing one schedule at once, and the run's slot id keeps a slot
+// from being recorded twice.
 type Scheduler struct {
 	db        *sqlx.DB
 	list      *todolist.List
@@ -250,10 +252,13 @@ func Open(ctx context.Context, db *sqlx.DB, handler Handler, opts ...Option) (*S
 // Processor returns a processor of the schedules' to-do list that fires
 // due slots; subscribe its handler to the passage of time, e.g.
 // bus.Subscribe(b, todolist.Handler[tick.MinuteHasPassed](p)). Its
-// options (batch size, lease, attempts, backoff) apply to runs: a failing
-// run is retried with backoff and parked after the maximum attempts.
+// options (batch size, attempts, backoff, time budget) apply to runs: a
+// failing run is retried with backoff and parked after the maximum
+// attempts. It is a transactional batch processor
+// ([todolist.NewTxBatchProcessor]): a batch of slots is taken, fired and
+// moved on in one transaction, so it takes no lease.
 func (s *Scheduler) Processor(opts ...todolist.ProcessorOption) (*todolist.Processor, error) {
-	return todolist.NewBatchProcessor(s.list, s.fireBatch, append([]todolist.ProcessorOption{todolist.WithClock(s.clock)}, opts...)...)
+	return todolist.NewTxBatchProcessor(s.list, s.fireBatch, append([]todolist.ProcessorOption{todolist.WithClock(s.clock)}, opts...)...)
 }
 
 // ToDo returns the to-do list that holds each schedule's next slot.
@@ -622,16 +627,14 @@ func (p *plan) skip(at time.Time) {
 	p.skipped++
 }
 
-// fireEach fires items slot by slot in one transaction, each slot under a
-// savepoint of its own, so that a failing handler undoes its own slot only
-// (its item is retried after a backoff) and the batch still costs one
-// commit. It is the way a batch fires once fireSet found a slot failing:
+// fireEach fires items slot by slot in tx, each slot under a savepoint
+// of its own, so that a failing handler undoes its own slot only (its
+// item is retried after a backoff) and the batch still costs one commit. It is the way a batch fires once fireSet found a slot failing:
 // that slot is not fired again, its outcome is failed's.
-func (s *Scheduler) fireEach(ctx context.Context, items []todolist.Item, now time.Time, failed *slotError) ([]error, []SlotsSkipped, error) {
+func (s *Scheduler) fireEach(ctx context.Context, tx *sqlx.Tx, items []todolist.Item, now time.Time, failed *slotError) ([]error, []SlotsSkipped, error) {
 	outcomes := make([]error, len(items))
 	var reports []SlotsSkipped
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
-		reports = reports[:0]
+	err := func() error {
 		for i, item := range items {
 			if i == failed.index {
 				outcomes[i] = slotFailed(item, failed.err)
@@ -653,7 +656,7 @@ func (s *Scheduler) fireEach(ctx context.Context, items []todolist.Item, now tim
 			}
 		}
 		return nil
-	})
+	}()
 	return outcomes, reports, err
 }
 
