@@ -268,15 +268,16 @@ func (s *Scheduler) chunkSize() int {
 	return chunk
 }
 
-// loadMany reads the rows of the named schedules in tx, locking them on
-// PostgreSQL in name order, as load does one.
+// loadMany reads the rows of the named schedules in tx. They are not
+// locked: tx holds their items, which every other writer of a schedule
+// holds first (see load), so none can change them meanwhile.
 func (s *Scheduler) loadMany(ctx context.Context, tx *sqlx.Tx, names []string) (map[string]state, error) {
 	states := make(map[string]state, len(names))
 	err := inChunks(len(names), s.chunkSize(), func(from, to int) error {
 		var rows []state
 		var err error
 		if s.postgres() {
-			err = tx.SelectContext(ctx, &rows, selectSchedulesIn+` = ANY($1) ORDER BY name FOR UPDATE`, names[from:to])
+			err = tx.SelectContext(ctx, &rows, selectSchedulesIn+` = ANY($1)`, names[from:to])
 		} else {
 			err = tx.SelectContext(ctx, &rows, selectSchedulesIn+` IN (`+placeholders(to-from, "?")+`)`, anys(names[from:to])...)
 		}

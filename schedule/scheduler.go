@@ -410,16 +410,21 @@ type state struct {
 	Overlap  string `db:"overlap"`
 }
 
-// load reads a schedule's row in tx. On PostgreSQL it locks the row, so
-// a firing, a Sync and a Pause of the same schedule take turns (SQLite's
-// write transactions already do).
-func (s *Scheduler) load(ctx context.Context, q sqlx.QueryerContext, name string) (state, bool, error) {
+// load reads a schedule's row in tx. On PostgreSQL it locks the
+// schedule's item, then its row, so that a firing, a Sync and a Pause of
+// the same schedule take turns (SQLite's write transactions already do),
+// and lock in one order: a batch of firings holds its items from the
+// moment it takes them, and only then writes the schedules' rows.
+func (s *Scheduler) load(ctx context.Context, tx *sqlx.Tx, name string) (state, bool, error) {
 	var st state
 	query := selectSchedule
-	if sqldb.DialectOf(s.db) == sqldb.Postgres {
+	if s.postgres() {
+		if err := s.list.HoldTx(ctx, tx, name); err != nil {
+			return st, false, err
+		}
 		query += " FOR UPDATE"
 	}
-	err := sqlx.GetContext(ctx, q, &st, s.db.Rebind(query), name)
+	err := tx.GetContext(ctx, &st, s.db.Rebind(query), name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return st, false, nil
 	}

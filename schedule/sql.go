@@ -66,6 +66,9 @@ CREATE TABLE schedule_runs (
 );
 CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule, slot);
 CREATE INDEX schedule_runs_unfinished ON schedule_runs (schedule) WHERE finished = 0;`,
+}, {
+	Version:  2,
+	Postgres: `ALTER TABLE schedule_schedules SET (fillfactor = 50);`,
 }}
 
 // listName is the to-do list holding every schedule's next slot.

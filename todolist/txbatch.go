@@ -516,3 +516,24 @@ func idsAndVersions(items []claimed) (ids []string, versions []int64) {
 	}
 	return ids, versions
 }
+
+// HoldTx locks the row of the item id, if the list has it, until ext's
+// transaction ends, on PostgreSQL: a transactional batch then skips the
+// item, and one that already took it is waited for. On SQLite, whose
+// write transactions exclude each other, it does nothing. Code that
+// changes what an item stands for (the schedule behind it, say) holds the
+// item first, so that it and the batches of a [TxBatchAction] lock their
+// rows in one order: the item, then the rest.
+func (l *List) HoldTx(ctx context.Context, ext sqlx.ExtContext, id string) error {
+	if !l.q.claimSets {
+		return nil
+	}
+	if ext == nil {
+		return fmt.Errorf("todolist: hold %q of %q: %w: ext must not be nil", id, l.name, ErrInvalidArgument)
+	}
+	rows, err := ext.QueryContext(ctx, `SELECT 1 FROM todolist_items WHERE list = $1 AND id = $2 FOR UPDATE`, l.name, id)
+	if err != nil {
+		return fmt.Errorf("todolist: hold %q of %q: %w", id, l.name, err)
+	}
+	return rows.Close()
+}

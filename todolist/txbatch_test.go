@@ -363,3 +363,29 @@ func TestAfterCommitRunsOnlyOnceTheBatchCommitted(t *testing.T) {
 		require.False(t, todolist.AfterCommit(ctx, func(context.Context) {}))
 	})
 }
+
+// An item held with HoldTx on PostgreSQL is skipped by a transactional
+// batch until the holder's transaction ends.
+func TestATxBatchSkipsAHeldItem(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := sqldbtest.Postgres(t)
+	l := openList(t, db, "schedules")
+	addItems(t, l, t0.Add(-time.Minute), "held", "free")
+	var decided []string
+	p := newTxProcessor(t, l, clockwork.NewFakeClockAt(t0), func(_ context.Context, _ *sqlx.Tx, items []todolist.Item) ([]error, error) {
+		decided = append(decided, ids(items)...)
+		return make([]error, len(items)), nil
+	})
+	tx, err := db.BeginTxx(ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, l.HoldTx(ctx, tx, "held"))
+	require.NoError(t, l.HoldTx(ctx, tx, "absent"), "holding an item the list lacks is no error")
+	_, err = p.Process(ctx, t0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"free"}, decided)
+	require.NoError(t, tx.Rollback())
+	_, err = p.Process(ctx, t0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"free", "held"}, decided)
+}
