@@ -130,7 +130,9 @@
 // runs, a batch of aggregates deciding through an event store on the same
 // database — and not actions that call out to other services. Leases do
 // not apply, so [WithLease] has no effect, and Released, Lost and
-// LeasesLost stay zero. An item the action changes through the list with
+// LeasesLost stay zero. [WithWorkers] lets one tick work several batches
+// at once, each in its own transaction: on PostgreSQL that overlaps their
+// writes, where one session leaves the server's other cores idle. An item the action changes through the list with
 // its ctx and tx is left as the action left it; a done item is otherwise
 // removed. A list is best worked by processors of one kind: a claiming
 // processor does not see the rows a transactional one holds, so an item

@@ -33,6 +33,7 @@ type processorConfig struct {
 	backoffMax  time.Duration
 	maxItems    int
 	timeBudget  time.Duration
+	workers     int
 	observer    Observer
 	// renewed, for tests, is told the answer of every lease renewal.
 	renewed func(held bool, err error)
@@ -46,6 +47,7 @@ func defaultConfig() processorConfig {
 		backoffBase: DefaultBackoffBase,
 		backoffMax:  DefaultBackoffMax,
 		timeBudget:  DefaultTimeBudget,
+		workers:     1,
 	}
 }
 
@@ -152,6 +154,30 @@ func WithTimeBudget(d time.Duration) ProcessorOption {
 			return invalid("time budget %v, must not be negative", d)
 		}
 		cfg.timeBudget = d
+		return nil
+	}
+}
+
+// MaxWorkers bounds [WithWorkers]: each worker holds a connection and a
+// transaction open for as long as it works.
+const MaxWorkers = 64
+
+// WithWorkers sets how many batches of a transactional batch processor
+// ([NewTxBatchProcessor]) a tick works at once, each in a transaction of
+// its own (default 1). On PostgreSQL the batches take disjoint items (FOR
+// UPDATE SKIP LOCKED) and their writes overlap, so a tick of many due
+// items ends sooner as long as the server has cores to spare; on SQLite
+// the transactions take turns on the one write lock, and more workers add
+// nothing. The observer is then called from several goroutines at once.
+// The other processors work a tick's batches one after another: run
+// several of them instead (see the package documentation, Several
+// processors), and they reject the option.
+func WithWorkers(n int) ProcessorOption {
+	return func(cfg *processorConfig) error {
+		if n < 1 || n > MaxWorkers {
+			return invalid("workers %d, must be between 1 and %d", n, MaxWorkers)
+		}
+		cfg.workers = n
 		return nil
 	}
 }

@@ -128,6 +128,9 @@ func newProcessor(list *List, action Action, batchAction BatchAction, opts []Pro
 			return nil, fmt.Errorf("todolist: new processor for %q: %w", list.name, err)
 		}
 	}
+	if cfg.workers > 1 && (action != nil || batchAction != nil) {
+		return nil, fmt.Errorf("todolist: new processor for %q: %w", list.name, invalid("workers %d: only a transactional batch processor works batches at once", cfg.workers))
+	}
 	return &Processor{list: list, action: action, batchAction: batchAction, cfg: cfg}, nil
 }
 
@@ -201,7 +204,7 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 // under a lease, worked and settled.
 func (p *Processor) processClaimed(ctx context.Context, start time.Time, res *Result) error {
 	for {
-		limit := p.nextLimit(start, res)
+		limit := p.nextLimit(start, res.Claimed)
 		if limit <= 0 {
 			return nil
 		}
@@ -221,14 +224,15 @@ func (p *Processor) processClaimed(ctx context.Context, start time.Time, res *Re
 	}
 }
 
-// nextLimit is how many items the next batch of a tick may take: none
-// once the tick took its maximum or spent its time budget.
-func (p *Processor) nextLimit(start time.Time, res *Result) int {
+// nextLimit is how many items the next batch of a tick may take, the
+// tick having claimed so many: none once it took its maximum or spent its
+// time budget.
+func (p *Processor) nextLimit(start time.Time, claimed int) int {
 	limit := p.cfg.batchSize
 	if p.cfg.maxItems > 0 {
-		limit = min(limit, p.cfg.maxItems-res.Claimed)
+		limit = min(limit, p.cfg.maxItems-claimed)
 	}
-	if p.overTime(start) && res.Claimed > 0 {
+	if p.overTime(start) && claimed > 0 {
 		return 0
 	}
 	return limit

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -178,14 +179,47 @@ const txSavepoint = "todolist_batch"
 
 // processTx is Process for a transactional batch action: batch after
 // batch, each in a transaction of its own, until none is due, the budget
-// is spent or ctx ends.
+// is spent or ctx ends; by as many workers at once as WithWorkers says.
 func (p *Processor) processTx(ctx context.Context, start time.Time, res *Result) error {
+	if p.cfg.workers == 1 {
+		var claimed atomic.Int64
+		return p.txWorker(ctx, start, res, &claimed)
+	}
+	results := make([]Result, p.cfg.workers)
+	errs := make([]error, p.cfg.workers)
+	var claimed atomic.Int64 // by all the workers, for the budget
+	var wg sync.WaitGroup
+	for w := range results {
+		results[w].Cutoff = res.Cutoff
+		wg.Go(func() { errs[w] = p.txWorker(ctx, start, &results[w], &claimed) })
+	}
+	wg.Wait()
+	for _, r := range results {
+		res.Claimed += r.Claimed
+		res.Done += r.Done
+		res.Failed += r.Failed
+		res.Parked += r.Parked
+		res.Conflicts += r.Conflicts
+	}
+	return errors.Join(errs...)
+}
+
+// txWorker works batches until none is due or the tick's budget, shared
+// through claimed with the other workers, is spent.
+func (p *Processor) txWorker(ctx context.Context, start time.Time, res *Result, claimed *atomic.Int64) error {
 	for {
-		limit := p.nextLimit(start, res)
+		// Reserved before the pick, so that workers together never take
+		// more than the maximum; what the pick did not take is given back.
+		taken := claimed.Load()
+		limit := p.nextLimit(start, int(taken))
 		if limit <= 0 {
 			return nil
 		}
+		if !claimed.CompareAndSwap(taken, taken+int64(limit)) {
+			continue // another worker reserved meanwhile
+		}
 		n, err := p.txBatch(ctx, limit, res)
+		claimed.Add(int64(n - limit))
 		if err != nil {
 			return err
 		}

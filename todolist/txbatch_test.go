@@ -389,3 +389,56 @@ func TestATxBatchSkipsAHeldItem(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"free", "held"}, decided)
 }
+
+// WithWorkers works a tick's batches at once on PostgreSQL — both workers
+// hold a batch at the same moment — and each item once; the tick's
+// maximum holds across the workers. The other processors reject it.
+func TestTxBatchWorkersShareATick(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := sqldbtest.Postgres(t)
+	l := openList(t, db, "orders")
+	const n = 100
+	items := make([]todolist.NewItem, n)
+	for i := range items {
+		items[i] = todolist.NewItem{ID: fmt.Sprintf("order-%03d", i), Due: t0.Add(-time.Duration(i) * time.Second)}
+	}
+	require.NoError(t, l.AddMany(ctx, items))
+	meet := rendezvous(2)
+	var mu sync.Mutex
+	var decided []string
+	batches := 0
+	p := newTxProcessor(t, l, clockwork.NewFakeClockAt(t0), func(ctx context.Context, _ *sqlx.Tx, batch []todolist.Item) ([]error, error) {
+		mu.Lock()
+		i := batches
+		batches++
+		mu.Unlock()
+		if i < 2 {
+			meet[i](ctx) // the first two batches are held at once
+		}
+		mu.Lock()
+		decided = append(decided, ids(batch)...)
+		mu.Unlock()
+		return make([]error, len(batch)), nil
+	}, todolist.WithWorkers(2), todolist.WithBatchSize(7), todolist.WithMaxItems(90))
+	// Bounded: one worker alone would wait for the other at the meeting.
+	tick, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	res, err := p.Process(tick, t0)
+	require.NoError(t, err)
+	require.Equal(t, todolist.Result{Cutoff: t0, Claimed: 90, Done: 90, Backlog: 10}, res)
+	sort.Strings(decided)
+	require.Len(t, decided, 90)
+	for i := 1; i < len(decided); i++ {
+		require.NotEqual(t, decided[i-1], decided[i], "an item decided twice")
+	}
+
+	_, err = todolist.NewProcessor(l, succeed, todolist.WithWorkers(2))
+	require.ErrorIs(t, err, todolist.ErrInvalidOption)
+	_, err = todolist.NewBatchProcessor(l, perItem(succeed), todolist.WithWorkers(2))
+	require.ErrorIs(t, err, todolist.ErrInvalidOption)
+	_, err = todolist.NewTxBatchProcessor(l, nil, todolist.WithWorkers(0))
+	require.Error(t, err)
+	_, err = todolist.NewTxBatchProcessor(l, func(context.Context, *sqlx.Tx, []todolist.Item) ([]error, error) { return nil, nil }, todolist.WithWorkers(todolist.MaxWorkers+1))
+	require.ErrorIs(t, err, todolist.ErrInvalidOption)
+}
