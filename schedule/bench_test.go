@@ -23,8 +23,9 @@ import (
 // BenchmarkEveryMinute fires n schedules due at the same minute: runs per
 // second, lateness (wall time from the minute's processing to each run's
 // handler) p50 and p99, and the peak heap, for passage's scheduler on each
-// backend and for gocron/v2 holding the same n jobs in memory. n is 10,000;
-// PASSAGE_BENCH_SCHEDULES=100000 sets it.
+// backend (on PostgreSQL with one worker and with two, see
+// todolist.WithWorkers) and for gocron/v2 holding the same n jobs in
+// memory. n is 10,000; PASSAGE_BENCH_SCHEDULES=100000 sets it.
 //
 //	PASSAGE_TEST_POSTGRES=… go test ./schedule -run '^$' -bench BenchmarkEveryMinute -benchtime 1x
 func BenchmarkEveryMinute(b *testing.B) {
@@ -36,51 +37,57 @@ func BenchmarkEveryMinute(b *testing.B) {
 	}
 	start := time.Date(2026, 5, 1, 0, 0, 30, 0, time.UTC)
 	for _, be := range sqldbtest.Backends() {
-		b.Run(fmt.Sprintf("passage/%s/n=%d", be.Name, n), func(b *testing.B) {
-			for range b.N {
-				b.StopTimer()
-				db, _ := be.Open(b)
-				clock := clockwork.NewFakeClockAt(start)
-				late := newLateness(n)
-				s, err := schedule.Open(context.Background(), db.DB, func(context.Context, *sqlx.Tx, schedule.Run) error {
-					late.record()
-					return nil
-				}, schedule.WithClock(clock))
-				if err != nil {
-					b.Fatal(err)
-				}
-				every, err := schedule.Cron("* * * * *", nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defs := make([]schedule.Definition, n)
-				for i := range defs {
-					defs[i] = schedule.Definition{Name: fmt.Sprint("s-", i), Spec: every, Command: "poll"}
-				}
-				if _, err := s.Sync(context.Background(), defs...); err != nil {
-					b.Fatal(err)
-				}
-				p, err := s.Processor(todolist.WithBatchSize(1000), todolist.WithMaxItems(10*n), todolist.WithTimeBudget(time.Hour))
-				if err != nil {
-					b.Fatal(err)
-				}
-				clock.Advance(30 * time.Second) // the minute passes
-				runtime.GC()
-				stop, peak := peakHeap()
-				b.StartTimer()
-				late.begin()
-				for {
-					res, err := p.Process(context.Background(), clock.Now())
+		workers := []int{1}
+		if be.Name == "postgres" {
+			workers = []int{1, 2}
+		}
+		for _, w := range workers {
+			b.Run(fmt.Sprintf("passage/%s/n=%d/workers=%d", be.Name, n, w), func(b *testing.B) {
+				for range b.N {
+					b.StopTimer()
+					db, _ := be.Open(b)
+					clock := clockwork.NewFakeClockAt(start)
+					late := newLateness(n)
+					s, err := schedule.Open(context.Background(), db.DB, func(context.Context, *sqlx.Tx, schedule.Run) error {
+						late.record()
+						return nil
+					}, schedule.WithClock(clock))
 					if err != nil {
 						b.Fatal(err)
 					}
-					if res.Claimed == 0 {
-						break
+					every, err := schedule.Cron("* * * * *", nil)
+					if err != nil {
+						b.Fatal(err)
 					}
+					defs := make([]schedule.Definition, n)
+					for i := range defs {
+						defs[i] = schedule.Definition{Name: fmt.Sprint("s-", i), Spec: every, Command: "poll"}
+					}
+					if _, err := s.Sync(context.Background(), defs...); err != nil {
+						b.Fatal(err)
+					}
+					p, err := s.Processor(todolist.WithBatchSize(1000), todolist.WithMaxItems(10*n), todolist.WithTimeBudget(time.Hour), todolist.WithWorkers(w))
+					if err != nil {
+						b.Fatal(err)
+					}
+					clock.Advance(30 * time.Second) // the minute passes
+					runtime.GC()
+					stop, peak := peakHeap()
+					b.StartTimer()
+					late.begin()
+					for {
+						res, err := p.Process(context.Background(), clock.Now())
+						if err != nil {
+							b.Fatal(err)
+						}
+						if res.Claimed == 0 {
+							break
+						}
+					}
+					late.report(b, n, peak, stop)
 				}
-				late.report(b, n, peak, stop)
-			}
-		})
+			})
+		}
 	}
 	b.Run(fmt.Sprintf("gocron/n=%d", n), func(b *testing.B) {
 		for range b.N {
