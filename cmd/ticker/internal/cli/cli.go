@@ -96,7 +96,7 @@ func commands() []command {
 		{"run", "publish the passage of time (JSON lines on stdout, or webhooks)", runCommand, graceRun},
 		{"status", "show each unit's cursor and lease, and every to-do list's backlog", statusCommand, graceOther},
 		{"preview", "list the next boundaries of a unit in a time zone", previewCommand, graceOther},
-		{"schedule", "schedules that send commands: preview, add, list, pause, resume, trigger, delete", scheduleCommand, graceOther},
+		{"schedule", "schedules that send commands: preview, add, list, pause, resume, trigger, backfill, delete", scheduleCommand, graceOther},
 		{"workflow", "durable workflow instances: list, show (a timeline), signal, cancel", workflowCommand, graceOther},
 		{"serve", "serve the dashboard alone (no ticker): read-only unless given an admin token", serveCommand, graceRun},
 		{"demo", "run the ordering example end to end on an accelerated clock", demoCommand, graceOther},
@@ -196,6 +196,17 @@ func newFlagSet(env Env, name, usage string) *flagSet {
 	// flag calls Usage on every parse error too; only -h prints the help.
 	fs.Usage = func() {}
 	return &flagSet{FlagSet: fs, help: func() {
+		// PrintDefaults reads each flag's type and default off its value:
+		// show the flag's own, not the onceValue that wraps it for the
+		// parse (whose zero value has none, and made PrintDefaults panic).
+		fs.VisitAll(func(f *flag.Flag) {
+			switch o := f.Value.(type) {
+			case *onceBool:
+				f.Value = o.Value
+			case *onceValue:
+				f.Value = o.Value
+			}
+		})
 		fmt.Fprintf(env.Stdout, "Usage: ticker %s %s\n\nFlags:\n", name, usage)
 		fs.SetOutput(env.Stdout)
 		fs.PrintDefaults()

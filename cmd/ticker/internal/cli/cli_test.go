@@ -302,6 +302,33 @@ func TestHelpAndVersionExitZero(t *testing.T) {
 	require.Equal(t, cli.ExitUsage, run(t, nil, nil).code, "no command is a usage error")
 }
 
+// Every subcommand's -h lists its flags with their types and defaults.
+func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"run"}, {"status"}, {"preview"}, {"serve"}, {"demo"},
+		{"schedule", "preview"}, {"schedule", "add"}, {"schedule", "list"}, {"schedule", "pause"}, {"schedule", "resume"},
+		{"schedule", "trigger"}, {"schedule", "backfill"}, {"schedule", "delete"},
+		{"workflow", "list"}, {"workflow", "show"}, {"workflow", "signal"}, {"workflow", "cancel"},
+	} {
+		r := run(t, nil, nil, append(args, "-h")...)
+		require.Equal(t, cli.ExitOK, r.code, "%v: %s", args, r.stderr)
+		require.NotContains(t, r.stdout, "panic", "%v", args)
+		require.Contains(t, r.stdout, "Flags:\n", "%v", args)
+	}
+	add := run(t, nil, nil, "schedule", "add", "-h").stdout
+	for _, want := range []string{
+		"  -db string\n", `(default "passage.db")`, "  -jitter duration\n", "  -overlap string\n", `(default "allow")`,
+		"  -max-runs int\n", "  -catch-up-window duration\n", "(default 168h0m0s)",
+	} {
+		require.Contains(t, add, want)
+	}
+	backfill := run(t, nil, nil, "schedule", "backfill", "-h").stdout
+	for _, want := range []string{"  -from string\n", "  -to string\n", `(default "UTC")`, "  -webhook value\n", "(default 5)", "  -stdout\n"} {
+		require.Contains(t, backfill, want)
+	}
+}
+
 func TestRunServesHealthAndMetrics(t *testing.T) {
 	t.Parallel()
 	clock := clockwork.NewFakeClockAt(start)

@@ -17,6 +17,7 @@ func scheduleCommands() []command {
 		{"pause", "stop a schedule from firing until resumed", scheduleChangeCommand("pause", "paused", (*schedule.Scheduler).Pause), graceOther},
 		{"resume", "let a paused schedule fire again from its next slot after now", scheduleChangeCommand("resume", "resumed", (*schedule.Scheduler).Resume), graceOther},
 		{"trigger", "run a schedule now, outside its plan, publishing the run like \"ticker run\"", scheduleTriggerCommand, graceOther},
+		{"backfill", "run the slots of a past range that have no run yet, publishing each run like \"ticker run\"", scheduleBackfillCommand, graceOther},
 		{"delete", "remove a schedule (its recorded runs stay)", scheduleChangeCommand("delete", "deleted", (*schedule.Scheduler).Delete), graceOther},
 	}
 }

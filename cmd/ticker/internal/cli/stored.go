@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,7 +64,7 @@ func readSpec(spec, specFile string, loc *time.Location) (schedule.Spec, error) 
 }
 
 func scheduleAddCommand(ctx context.Context, env Env, args []string) error {
-	fs := newFlagSet(env, "schedule add", "--name NAME --spec SPEC | --spec-file FILE [--tz ZONE] --command CMD [--payload JSON] [--catch-up latest|skip|all] [--max-runs N] [--until T] [--db passage.db]")
+	fs := newFlagSet(env, "schedule add", "--name NAME --spec SPEC | --spec-file FILE [--tz ZONE] --command CMD [--payload JSON] [--catch-up latest|skip|all] [--max-runs N] [--until T] [--jitter DURATION] [--overlap allow|skip|buffer] [--db passage.db]")
 	dsn := fs.String("db", "passage.db", "SQLite file or postgres:// DSN \"ticker run\" fires the schedule from (created if need be)")
 	name := fs.String("name", "", "the schedule's name: adding the same name again updates it (required)")
 	spec := fs.String("spec", "", "the schedule: "+specHelp)
@@ -76,6 +77,8 @@ func scheduleAddCommand(ctx context.Context, env Env, args []string) error {
 	maxMissed := fs.Int("catch-up-max", 100, fmt.Sprintf("--catch-up all: fire at most this many missed slots, the latest (1 to %d)", maxCatchUpMax))
 	maxRuns := fs.Int("max-runs", 0, "end the schedule after this many runs (manual triggers do not count); 0 means no limit")
 	until := fs.String("until", "", "end the schedule: no slot after this time; "+timeRule)
+	jitter := fs.Duration("jitter", 0, fmt.Sprintf("fire each slot up to this long after its instant, by an offset derived from its slot id (the same on every replica and restart), to spread schedules that share slots; 0 to %s, below the spacing of the slots", schedule.MaxInterval))
+	overlap := fs.String("overlap", "allow", "a slot that comes while a run of the schedule is still open (a run only stays open when a library handler returns schedule.ErrStillRunning): allow (fire it anyway), skip (skip it and report it skipped), buffer (fire it once the open run finishes)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -135,6 +138,16 @@ func scheduleAddCommand(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 	}
+	// The schedule package refuses a jitter outside [0, MaxInterval]
+	// (Sync, ErrInvalidSpec); checked here too so that a flag error
+	// creates no database.
+	if *jitter < 0 || *jitter > schedule.MaxInterval {
+		return usagef("--jitter %s: must be between 0s and %s", *jitter, schedule.MaxInterval)
+	}
+	d.Jitter = *jitter
+	if d.Overlap, err = parseOverlap(*overlap); err != nil {
+		return err
+	}
 	if len(*name) > 200 {
 		return usagef("--name: %d bytes, at most 200", len(*name))
 	}
@@ -171,7 +184,51 @@ func scheduleAddCommand(ctx context.Context, env Env, args []string) error {
 			fmt.Fprintf(env.Stdout, "%s %s: %s\n", verb, d.Name, nextSlot(st, loc))
 		}
 	}
+	if gap := slotSpacing(d.Spec, env.clock().Now()); gap > 0 && d.Jitter > gap {
+		fmt.Fprintf(env.Stderr, "warning: --jitter %s is longer than the spacing of the slots (%s): a slot can fire after the next one's time, and the catch-up policy then decides between them as between missed slots\n", d.Jitter, gap)
+	}
 	return nil
+}
+
+// parseOverlap reads --overlap: allow, skip or buffer (or buffer-one, as
+// the schedule package names it).
+func parseOverlap(value string) (schedule.Overlap, error) {
+	switch strings.ToLower(strings.TrimSpace(value)) {
+	case "allow":
+		return schedule.AllowOverlap, nil
+	case "skip":
+		return schedule.SkipOverlap, nil
+	case "buffer", "buffer-one":
+		return schedule.BufferOne, nil
+	}
+	return 0, usagef("--overlap %q: not allow, skip or buffer", value)
+}
+
+// overlapName is the --overlap value of a stored overlap policy (the
+// schedule package stores Overlap.String: allow, skip, buffer-one).
+func overlapName(stored string) string {
+	if stored == schedule.BufferOne.String() {
+		return "buffer"
+	}
+	return stored
+}
+
+// slotSpacing is the shortest time between the next few slots of spec
+// after now, or 0 when it has fewer than two.
+func slotSpacing(spec schedule.Spec, now time.Time) time.Duration {
+	var gap time.Duration
+	prev := spec.Next(now)
+	for i := 0; i < 10 && !prev.IsZero(); i++ {
+		next := spec.Next(prev)
+		if next.IsZero() {
+			break
+		}
+		if d := next.Sub(prev); gap == 0 || d < gap {
+			gap = d
+		}
+		prev = next
+	}
+	return gap
 }
 
 // nextSlot says when a schedule fires next, or why it does not.
@@ -195,6 +252,9 @@ type listedSchedule struct {
 	Skipped int64      `json:"skipped"`
 	Command string     `json:"command"`
 	Spec    string     `json:"spec"`
+	// Jitter and Overlap are left out at their defaults (none, allow).
+	Jitter  string `json:"jitter,omitempty"`
+	Overlap string `json:"overlap,omitempty"`
 }
 
 func scheduleListCommand(ctx context.Context, env Env, args []string) error {
@@ -228,16 +288,26 @@ func scheduleListCommand(ctx context.Context, env Env, args []string) error {
 		Runs     int64  `db:"runs"`
 		Skipped  int64  `db:"skipped"`
 		NextSlot int64  `db:"next_slot"`
+		Jitter   int64  `db:"jitter"`
+		Overlap  string `db:"overlap"`
 	}
-	if err := sqlx.SelectContext(ctx, tx, &rows, `SELECT name, spec, command, paused, runs, skipped, next_slot FROM `+scheduleTable+` ORDER BY name`); err != nil {
+	if err := sqlx.SelectContext(ctx, tx, &rows, `SELECT name, spec, command, paused, runs, skipped, next_slot, jitter, overlap FROM `+scheduleTable+` ORDER BY name`); err != nil {
 		return fmt.Errorf("read the schedules: %w", err)
 	}
 	list := []listedSchedule{} // [] rather than null in JSON
+	policies := false          // whether a schedule has a jitter or an overlap policy
 	for _, r := range rows {
 		l := listedSchedule{Name: r.Name, Paused: r.Paused != 0, Runs: r.Runs, Skipped: r.Skipped, Command: r.Command, Spec: r.Spec}
 		if r.NextSlot != 0 {
 			l.Next = sink.TimeOf(sqldb.DecodeTime(r.NextSlot).In(loc))
 		}
+		if r.Jitter != 0 {
+			l.Jitter = time.Duration(r.Jitter).String()
+		}
+		if o := overlapName(r.Overlap); o != schedule.AllowOverlap.String() {
+			l.Overlap = o
+		}
+		policies = policies || l.Jitter != "" || l.Overlap != ""
 		list = append(list, l)
 	}
 	if *asJSON {
@@ -250,7 +320,13 @@ func scheduleListCommand(ctx context.Context, env Env, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tNEXT SLOT\tPAUSED\tRUNS\tSKIPPED\tCOMMAND\tSPEC")
+	// JITTER and OVERLAP are shown when a schedule has one that is not
+	// the default (none, allow).
+	header := "NAME\tNEXT SLOT\tPAUSED\tRUNS\tSKIPPED\t"
+	if policies {
+		header += "JITTER\tOVERLAP\t"
+	}
+	fmt.Fprintln(tw, header+"COMMAND\tSPEC")
 	for _, l := range list {
 		next, paused := "-", "no"
 		if l.Next != nil {
@@ -259,8 +335,13 @@ func scheduleListCommand(ctx context.Context, env Env, args []string) error {
 		if l.Paused {
 			paused = "yes"
 		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t", l.Name, next, paused, l.Runs, l.Skipped)
+		if policies {
+			jitter, overlap := cmp.Or(l.Jitter, "-"), cmp.Or(l.Overlap, schedule.AllowOverlap.String())
+			fmt.Fprintf(tw, "%s\t%s\t", jitter, overlap)
+		}
 		// A recurrence rule's lines are shown as --spec takes them.
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", l.Name, next, paused, l.Runs, l.Skipped, l.Command, strings.ReplaceAll(l.Spec, "\n", `\n`))
+		fmt.Fprintf(tw, "%s\t%s\n", l.Command, strings.ReplaceAll(l.Spec, "\n", `\n`))
 	}
 	return tw.Flush()
 }
@@ -363,4 +444,76 @@ func scheduleTriggerCommand(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "triggered %s: run %s at %s (slot id %s)\n", name, run.RunID, tick.FormatTime(run.FiredAt), run.SlotID)
 		return nil
 	})
+}
+
+func scheduleBackfillCommand(ctx context.Context, env Env, args []string) error {
+	var f runFlags
+	fs := newFlagSet(env, "schedule backfill", "[--db passage.db] --from T --to T [--tz ZONE] [--webhook URL]... NAME")
+	dsn := fs.String("db", "passage.db", "SQLite file or postgres:// DSN holding the schedule")
+	from := fs.String("from", "", "run the slots after this time (required): "+timeRule)
+	to := fs.String("to", "", "run the slots up to this time, included, which must not be in the future (required)")
+	tz := fs.String("tz", "UTC", "IANA time zone of local --from and --to values, and of the summary")
+	f.sinkFlags(fs)
+	name, err := namedSchedule(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := f.checkSinkFlags(); err != nil {
+		return err
+	}
+	loc, err := loadLocation(*tz)
+	if err != nil {
+		return err
+	}
+	if *from == "" || *to == "" {
+		return usagef("--from and --to are required: the slots in (from, to] that have no run yet are run")
+	}
+	fromT, err := parseTime("from", *from, loc)
+	if err != nil {
+		return err
+	}
+	toT, err := parseTime("to", *to, loc)
+	if err != nil {
+		return err
+	}
+	if !fromT.Before(toT) {
+		return usagef("--from %s is not before --to %s", tick.FormatTime(fromT), tick.FormatTime(toT))
+	}
+	if now := env.clock().Now(); toT.After(now) {
+		return usagef("--to %s is in the future (now is %s): only slots that have passed are backfilled", tick.FormatTime(toT), tick.FormatTime(now.In(loc)))
+	}
+	pub, err := f.publisher(env)
+	if err != nil {
+		return err
+	}
+	// Each run is published as "ticker run" publishes a fired slot, in the
+	// transaction that records it: a sink that refuses it leaves that slot
+	// without a run, and the command stops there.
+	publish := func(ctx context.Context, _ *sqlx.Tx, run schedule.Run) error { return pub.Publish(ctx, run) }
+	span := fmt.Sprintf("(%s, %s]", tick.FormatTime(fromT.In(loc)), tick.FormatTime(toT.In(loc)))
+	return changeSchedule(ctx, env, *dsn, name, publish, func(s *schedule.Scheduler) error {
+		runs, err := s.Backfill(ctx, name, fromT, toT)
+		if err != nil {
+			if len(runs) > 0 {
+				// The runs before the failure are recorded and published;
+				// backfilling again runs the rest and none of them twice.
+				return fmt.Errorf("%w (%s recorded before it; backfill again for the rest)", err, plural(len(runs), "run", "runs"))
+			}
+			return err
+		}
+		fmt.Fprintf(env.Stderr, "backfilled %s of %s in %s", plural(len(runs), "run", "runs"), name, span)
+		if len(runs) == 0 {
+			fmt.Fprint(env.Stderr, ": no slot in it without a run")
+		}
+		fmt.Fprintln(env.Stderr)
+		return nil
+	})
+}
+
+// plural is "1 run" or "3 runs".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -15,12 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/cli"
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
 )
 
@@ -215,6 +217,10 @@ func TestStoredSchedulesFireThroughRun(t *testing.T) {
 				require.Equal(t, cli.ExitError, gone.code, verb)
 				require.Contains(t, gone.stderr, `no schedule named "poll"`, verb)
 			}
+			gone := sched("backfill", "poll", "--from", "2026-11-21T12:00:00Z", "--to", "2026-11-21T12:09:00Z")
+			require.Equal(t, cli.ExitError, gone.code, gone.stderr)
+			require.Contains(t, gone.stderr, `ticker schedule: backfill: no schedule named "poll" in `)
+			require.Empty(t, gone.stdout)
 
 			// --once fires what is due too, and nothing twice.
 			clock.Advance(3 * time.Minute) // 12:12:30
@@ -289,6 +295,9 @@ func TestScheduleCommandFlagErrors(t *testing.T) {
 	add := func(args ...string) []string {
 		return append([]string{"schedule", "add", "--db", db, "--name", "poll", "--command", "poll"}, args...)
 	}
+	backfill := func(args ...string) []string {
+		return append(append([]string{"schedule", "backfill", "--db", db}, args...), "poll")
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -306,6 +315,23 @@ func TestScheduleCommandFlagErrors(t *testing.T) {
 		{add("--spec", "@daily", "--max-runs", "-1"), "--max-runs -1"},
 		{add("--spec", "@daily", "--until", "someday"), `--until "someday"`},
 		{add("--spec", "@daily", "--tz", "Mars/Olympus"), `--tz "Mars/Olympus"`},
+		{add("--spec", "@daily", "--jitter", "-1s"), "--jitter -1s: must be between 0s and 876000h0m0s"},
+		{add("--spec", "@daily", "--jitter", "5"), `invalid value "5" for flag -jitter`},
+		{add("--spec", "@daily", "--jitter", "876001h"), "--jitter 876001h0m0s: must be between 0s and 876000h0m0s"},
+		{add("--spec", "@daily", "--overlap", "queue"), `--overlap "queue": not allow, skip or buffer`},
+		{add("--spec", "@daily", "--overlap", ""), `--overlap "": not allow, skip or buffer`},
+		{backfill("--to", "2026-01-02"), "--from and --to are required"},
+		{backfill("--from", "2026-01-01"), "--from and --to are required"},
+		{backfill("--from", "yesterday", "--to", "2026-01-02"), `--from "yesterday": not a time`},
+		{backfill("--from", "2026-01-01", "--to", "2026-13-01"), `--to "2026-13-01": not a time`},
+		{backfill("--from", "2026-01-02", "--to", "2026-01-01"), "--from 2026-01-02T00:00:00Z is not before --to 2026-01-01T00:00:00Z"},
+		{backfill("--from", "2026-01-01T00:00:00Z", "--to", "2026-01-01T01:00:00+01:00"), "--from 2026-01-01T00:00:00Z is not before --to 2026-01-01T01:00:00+01:00"},
+		{backfill("--from", "2026-01-01", "--to", "2999-01-01"), "--to 2999-01-01T00:00:00Z is in the future (now is "},
+		{backfill("--from", "2026-03-29T02:30", "--to", "2026-03-30", "--tz", "Europe/Warsaw"), `--from "2026-03-29T02:30": 2026-03-29 02:30 does not exist in Europe/Warsaw`},
+		{backfill("--from", "2026-01-01", "--to", "2026-01-02", "--tz", "Mars/Olympus"), `--tz "Mars/Olympus"`},
+		{backfill("--from", "2026-01-01", "--to", "2026-01-02", "--webhook", "ftp://example.com/x"), `--webhook "ftp://example.com/x"`},
+		{[]string{"schedule", "backfill", "--db", db, "--from", "2026-01-01", "--to", "2026-01-02"}, "give exactly one schedule name (got 0)"},
+		{backfill("--from", "2026-01-01", "--to", "2026-01-02", "--from", "2026-01-01"), `given twice ("2026-01-01" and "2026-01-01")`},
 		{[]string{"schedule", "pause", "--db", db}, "give exactly one schedule name (got 0)"},
 		{[]string{"schedule", "delete", "--db", db, "a", "b"}, "give exactly one schedule name (got 2)"},
 		{[]string{"schedule", "resume", "poll", "--nonsense"}, "-nonsense"},
@@ -340,10 +366,13 @@ func TestScheduleCommandsOnADatabaseWithoutSchedulesCreateNothing(t *testing.T) 
 		require.Equal(t, cli.ExitError, r.code, verb)
 		require.Contains(t, r.stderr, `no schedule named "poll"`, verb)
 	}
+	r := run(t, clock, nil, "schedule", "backfill", "--db", db, "--from", "2026-11-21", "--to", "2026-11-21T12:00", "poll")
+	require.Equal(t, cli.ExitError, r.code, r.stderr)
+	require.Contains(t, r.stderr, `ticker schedule: backfill: no schedule named "poll": --db `)
 	require.Equal(t, tables, sqliteTables(t, db), "no table was created")
 
 	missing := filepath.Join(dir, "typo.db")
-	r := run(t, clock, nil, "schedule", "list", "--db", missing)
+	r = run(t, clock, nil, "schedule", "list", "--db", missing)
 	require.Equal(t, cli.ExitError, r.code)
 	require.Contains(t, r.stderr, "no such database (nothing was created)")
 	_, err := os.Stat(missing)
@@ -375,4 +404,288 @@ func TestAZonedCronScheduleIsStoredInItsZone(t *testing.T) {
 	r = run(t, nil, nil, "schedule", "list", "--db", db)
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "CRON_TZ=Europe/Warsaw 0 12 * * FRI")
+}
+
+// listedPolicies is the part of a "schedule list --json" element that
+// --jitter and --overlap set.
+type listedPolicies struct {
+	Name    string  `json:"name"`
+	Runs    int64   `json:"runs"`
+	Skipped int64   `json:"skipped"`
+	Jitter  *string `json:"jitter"`
+	Overlap *string `json:"overlap"`
+}
+
+func listPolicies(t *testing.T, db string) map[string]listedPolicies {
+	t.Helper()
+	var listed []listedPolicies
+	require.NoError(t, json.Unmarshal([]byte(ok(t, run(t, nil, nil, "schedule", "list", "--db", db, "--json"))), &listed))
+	byName := map[string]listedPolicies{}
+	for _, l := range listed {
+		byName[l.Name] = l
+	}
+	return byName
+}
+
+// --jitter and --overlap are stored with the schedule: list shows them
+// when not the default, in JSON and in two columns of the table, which
+// appear only then; adding the schedule again without them takes them
+// away.
+func TestScheduleAddStoresJitterAndOverlap(t *testing.T) {
+	t.Parallel()
+	for engine, db := range databases(t) {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			clock := clockwork.NewFakeClockAt(start)
+			add := func(name string, args ...string) result {
+				return run(t, clock, nil, append([]string{"schedule", "add", "--db", db, "--name", name, "--spec", "@every 10m", "--command", name}, args...)...)
+			}
+			require.Equal(t, "added plain: next slot 2026-11-21T12:10:00Z\n", ok(t, add("plain")))
+			require.Regexp(t, `^NAME\s+NEXT SLOT\s+PAUSED\s+RUNS\s+SKIPPED\s+COMMAND\s+SPEC\n`, ok(t, run(t, nil, nil, "schedule", "list", "--db", db)),
+				"no JITTER or OVERLAP column while every schedule has the defaults")
+
+			require.Equal(t, "added spread: next slot 2026-11-21T12:10:00Z\n", ok(t, add("spread", "--jitter", "90s")))
+			skip := add("skip", "--overlap", "skip", "--jitter", "2m")
+			require.Equal(t, "added skip: next slot 2026-11-21T12:10:00Z\n", ok(t, skip))
+			require.Empty(t, skip.stderr)
+			require.Equal(t, "added buffer: next slot 2026-11-21T12:10:00Z\n", ok(t, add("buffer", "--overlap", "Buffer")))
+			require.Equal(t, "added buffer-one: next slot 2026-11-21T12:10:00Z\n", ok(t, add("buffer-one", "--overlap", "buffer-one")))
+			require.Equal(t, "added allow: next slot 2026-11-21T12:10:00Z\n", ok(t, add("allow", "--overlap", "allow", "--jitter", "0s")))
+
+			list := ok(t, run(t, nil, nil, "schedule", "list", "--db", db))
+			require.Regexp(t, `^NAME\s+NEXT SLOT\s+PAUSED\s+RUNS\s+SKIPPED\s+JITTER\s+OVERLAP\s+COMMAND\s+SPEC\n`+
+				`allow\s+2026-11-21T12:10:00Z\s+no\s+0\s+0\s+-\s+allow\s+allow\s+@every 10m0s from 1970-01-01T00:00:00Z\n`+
+				`buffer\s+2026-11-21T12:10:00Z\s+no\s+0\s+0\s+-\s+buffer\s+buffer\s+@every`, list)
+			require.Regexp(t, `(?m)^buffer-one\s+\S+\s+no\s+0\s+0\s+-\s+buffer\s+buffer-one\s+@every`, list)
+			require.Regexp(t, `(?m)^plain\s+\S+\s+no\s+0\s+0\s+-\s+allow\s+plain\s+@every`, list)
+			require.Regexp(t, `(?m)^skip\s+\S+\s+no\s+0\s+0\s+2m0s\s+skip\s+skip\s+@every`, list)
+			require.Regexp(t, `(?m)^spread\s+\S+\s+no\s+0\s+0\s+1m30s\s+allow\s+spread\s+@every`, list)
+
+			str := func(s string) *string { return &s }
+			listed := listPolicies(t, db)
+			for name, want := range map[string][2]*string{
+				"plain": {nil, nil}, "allow": {nil, nil}, "spread": {str("1m30s"), nil},
+				"skip": {str("2m0s"), str("skip")}, "buffer": {nil, str("buffer")}, "buffer-one": {nil, str("buffer")},
+			} {
+				require.Equal(t, want[0], listed[name].Jitter, "%s: jitter, left out of the JSON when none", name)
+				require.Equal(t, want[1], listed[name].Overlap, "%s: overlap, left out of the JSON when allow", name)
+			}
+
+			// They are part of the definition: changing them changes it.
+			require.Equal(t, "unchanged skip: next slot 2026-11-21T12:10:00Z\n", ok(t, add("skip", "--overlap", "skip", "--jitter", "2m")))
+			require.Equal(t, "changed (its next slot is recomputed from now) skip: next slot 2026-11-21T12:10:00Z\n", ok(t, add("skip", "--overlap", "skip")))
+			require.Equal(t, "changed (its next slot is recomputed from now) skip: next slot 2026-11-21T12:10:00Z\n", ok(t, add("skip")))
+			for _, name := range []string{"spread", "buffer", "buffer-one"} {
+				ok(t, add(name))
+			}
+			require.Regexp(t, `^NAME\s+NEXT SLOT\s+PAUSED\s+RUNS\s+SKIPPED\s+COMMAND\s+SPEC\n`, ok(t, run(t, nil, nil, "schedule", "list", "--db", db)))
+		})
+	}
+}
+
+// A jitter that is longer than the spacing of the slots is taken, with a
+// warning on stderr: a slot can then fire after the next one's time.
+func TestScheduleAddWarnsOfAJitterLongerThanTheSlotSpacing(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "passage.db")
+	r := run(t, clockwork.NewFakeClockAt(start), nil, "schedule", "add", "--db", db, "--name", "poll", "--spec", "@every 2m", "--command", "poll", "--jitter", "150s")
+	require.Equal(t, "added poll: next slot 2026-11-21T12:02:00Z\n", ok(t, r))
+	require.Equal(t, "warning: --jitter 2m30s is longer than the spacing of the slots (2m0s): a slot can fire after the next one's time, and the catch-up policy then decides between them as between missed slots\n", r.stderr)
+	r = run(t, clockwork.NewFakeClockAt(start), nil, "schedule", "add", "--db", db, "--name", "poll", "--spec", "@every 2m", "--command", "poll", "--jitter", "2m")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Empty(t, r.stderr, "a jitter as long as the spacing keeps the slots in order")
+}
+
+// "ticker run" fires a jittered schedule at the first minute after its
+// slot's offset, with the planned slot and slot id, the same offset for
+// the same slot in another database; without the jitter every slot would
+// fire at its own minute.
+func TestRunFiresAJitteredScheduleLate(t *testing.T) {
+	t.Parallel()
+	fire := func(db string, extra ...string) []scheduleRun {
+		clock := clockwork.NewFakeClockAt(start) // 12:00:30
+		ok(t, run(t, clock, nil, append([]string{"schedule", "add", "--db", db, "--name", "poll", "--spec", "@every 10m", "--command", "poll"}, extra...)...))
+		r := startRun(t, clock, "--db", db, "--units", "minute")
+		for range 59 { // 12:01 … 12:59
+			require.NoError(t, tick.AdvanceAndWait(context.Background(), clock, time.Minute, r.ticker))
+		}
+		require.Equal(t, cli.ExitOK, r.stop(), r.stderr.String())
+		return scheduleRuns(t, r.stdout.String())
+	}
+	dir := t.TempDir()
+	jittered := fire(filepath.Join(dir, "a.db"), "--jitter", "9m")
+	require.Len(t, jittered, 5, "12:10 … 12:50, each fired by 12:59")
+	late := 0
+	for _, r := range jittered {
+		require.Equal(t, 0, r.Slot.Minute()%10, "Run.Slot stays the planned instant: %s", r.Raw)
+		require.Equal(t, "poll@"+r.Slot.UTC().Format(time.RFC3339), r.SlotID)
+		require.False(t, r.FiredAt.Before(r.Slot.Time), r.Raw)
+		require.True(t, r.FiredAt.Before(r.Slot.Add(10*time.Minute)), "fired within the jitter and the minute after it: %s", r.Raw)
+		if r.FiredAt.Sub(r.Slot.Time) > time.Minute {
+			late++
+		}
+	}
+	require.Positive(t, late, "some slot fired minutes after its instant: %+v", jittered)
+
+	again := fire(filepath.Join(dir, "b.db"), "--jitter", "9m")
+	for i := range 5 {
+		require.Equal(t, jittered[i].SlotID, again[i].SlotID)
+		require.Equal(t, jittered[i].FiredAt.Time, again[i].FiredAt.Time, "the same slot gets the same offset")
+	}
+	for _, r := range fire(filepath.Join(dir, "c.db")) {
+		require.Equal(t, r.Slot.Add(30*time.Second), r.FiredAt.Time, "without a jitter, a slot fires at its minute")
+	}
+}
+
+// --overlap reaches the scheduler that fires the schedule: "ticker run"
+// closes every run as it publishes it, so this drives a library process
+// whose handler leaves each run open (schedule.ErrStillRunning) over the
+// database the command line wrote.
+func TestScheduleAddOverlapReachesTheScheduler(t *testing.T) {
+	t.Parallel()
+	for engine, db := range databases(t) {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			clock := clockwork.NewFakeClockAt(start) // 12:00:30
+			for _, o := range []string{"allow", "skip", "buffer"} {
+				ok(t, run(t, clock, nil, "schedule", "add", "--db", db, "--name", o, "--spec", "@every 1m", "--command", o, "--overlap", o))
+			}
+			ctx := context.Background()
+			sdb, err := sqldb.Open(ctx, db)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = sdb.Close() })
+			var mu sync.Mutex
+			first := map[string]string{} // each schedule's first run, left open
+			stillRunning := func(_ context.Context, _ *sqlx.Tx, r schedule.Run) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if first[r.Schedule] == "" {
+					first[r.Schedule] = r.RunID
+				}
+				return schedule.ErrStillRunning
+			}
+			s, err := schedule.Open(ctx, sdb.DB, stillRunning, schedule.WithClock(clock))
+			require.NoError(t, err)
+			p, err := s.Processor()
+			require.NoError(t, err)
+			process := func() {
+				_, err := p.Process(ctx, clock.Now())
+				require.NoError(t, err)
+			}
+			for range 3 { // 12:01, 12:02, 12:03: the first run stays open
+				clock.Advance(time.Minute)
+				process()
+			}
+			counts := func(name string) [2]int64 {
+				l := listPolicies(t, db)[name]
+				return [2]int64{l.Runs, l.Skipped}
+			}
+			require.Equal(t, [2]int64{3, 0}, counts("allow"), "allow fires every slot")
+			require.Equal(t, [2]int64{1, 2}, counts("skip"), "skip skips the slots of 12:02 and 12:03")
+			require.Equal(t, [2]int64{1, 1}, counts("buffer"), "buffer keeps the latest slot (12:03) until the run finishes, and catch-up latest skips 12:02")
+
+			mu.Lock()
+			open := first
+			mu.Unlock()
+			for _, name := range []string{"skip", "buffer"} {
+				require.NoError(t, s.Finish(ctx, open[name]))
+			}
+			process() // still 12:03:30
+			require.Equal(t, [2]int64{1, 2}, counts("skip"), "skip fires nothing once the run finishes")
+			require.Equal(t, [2]int64{2, 1}, counts("buffer"), "buffer fires the kept slot once the run finishes")
+		})
+	}
+}
+
+// backfill runs the slots of a past range that have no run yet and
+// publishes each as "ticker run" does, with its planned slot and slot id;
+// backfilling again runs nothing twice.
+func TestScheduleBackfillPublishesEachRun(t *testing.T) {
+	t.Parallel()
+	for engine, db := range databases(t) {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			clock := clockwork.NewFakeClockAt(start) // 12:00:30
+			sched := func(args ...string) result {
+				return run(t, clock, nil, append([]string{"schedule", args[0], "--db", db}, args[1:]...)...)
+			}
+			ok(t, sched("add", "--name", "poll", "--spec", "@every 10m", "--command", "poll-inbox", "--payload", `{"box": "orders"}`, "--jitter", "5m"))
+
+			b := sched("backfill", "poll", "--from", "2026-11-21T10:55:00Z", "--to", "2026-11-21T11:30:00Z")
+			runs := pickRuns(t, ok(t, b), false)
+			require.Equal(t, "backfilled 4 runs of poll in (2026-11-21T10:55:00Z, 2026-11-21T11:30:00Z]\n", b.stderr)
+			require.Len(t, runs, 4, b.stdout)
+			ids := map[string]bool{}
+			for i, r := range runs {
+				slot := time.Date(2026, 11, 21, 11, 10*i, 0, 0, time.UTC)
+				require.Equal(t, "ScheduleRun", r.Type)
+				require.Equal(t, "poll@"+slot.Format(time.RFC3339), r.SlotID, "the planned slot id, oldest first")
+				require.Equal(t, r.SlotID, r.ID)
+				require.True(t, r.Slot.Equal(slot), "the planned slot, without the jitter: %s", r.Raw)
+				require.True(t, r.FiredAt.Equal(clock.Now()), r.Raw)
+				require.False(t, r.Manual)
+				require.Equal(t, 1, r.Attempt)
+				require.Equal(t, "poll-inbox", r.Command)
+				require.JSONEq(t, `{"box": "orders"}`, string(r.Payload))
+				require.False(t, ids[r.RunID], "run ids are fresh")
+				ids[r.RunID] = true
+			}
+
+			again := sched("backfill", "--from", "2026-11-21T11:00:00Z", "--to", "2026-11-21T11:50:00Z", "poll")
+			runs = pickRuns(t, ok(t, again), false)
+			require.Equal(t, map[string]int{"poll@2026-11-21T11:40:00Z": 1, "poll@2026-11-21T11:50:00Z": 1}, slotIDs(runs), "the slots run already are left alone")
+			require.Equal(t, "backfilled 2 runs of poll in (2026-11-21T11:00:00Z, 2026-11-21T11:50:00Z]\n", again.stderr)
+
+			// Local times are read, and the summary shown, in --tz.
+			none := sched("backfill", "poll", "--tz", "Europe/Warsaw", "--from", "2026-11-21T12:00", "--to", "2026-11-21T12:50")
+			require.Empty(t, ok(t, none))
+			require.Equal(t, "backfilled 0 runs of poll in (2026-11-21T12:00:00+01:00, 2026-11-21T12:50:00+01:00]: no slot in it without a run\n", none.stderr)
+
+			var listed []struct{ Runs int64 }
+			require.NoError(t, json.Unmarshal([]byte(ok(t, sched("list", "--json"))), &listed))
+			require.Equal(t, int64(0), listed[0].Runs, "backfilled runs are not runs of the plan")
+		})
+	}
+}
+
+// A sink that refuses a backfilled run stops the backfill at that slot,
+// which is left without a run; the runs before it stay, and backfilling
+// again runs the rest.
+func TestScheduleBackfillStopsAtARefusedRun(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []string
+	refuse := true
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		id := r.Header.Get(sink.HeaderIdempotency)
+		if refuse && id == "poll@2026-11-21T11:20:00Z" {
+			http.Error(w, "not now", http.StatusServiceUnavailable)
+			return
+		}
+		got = append(got, id)
+	}))
+	t.Cleanup(srv.Close)
+
+	clock := clockwork.NewFakeClockAt(start)
+	db := filepath.Join(t.TempDir(), "passage.db")
+	ok(t, run(t, clock, nil, "schedule", "add", "--db", db, "--name", "poll", "--spec", "@every 10m", "--command", "poll"))
+	backfill := []string{"schedule", "backfill", "--db", db, "--from", "2026-11-21T11:00:00Z", "--to", "2026-11-21T11:30:00Z", "--webhook", srv.URL, "--webhook-attempts", "1", "poll"}
+	r := run(t, clock, nil, backfill...)
+	require.Equal(t, cli.ExitError, r.code, r.stderr)
+	require.Empty(t, r.stdout, "the runs go to the webhook only")
+	require.Contains(t, r.stderr, `ticker schedule: backfill: schedule: backfill "poll" at 2026-11-21T11:20:00Z: `)
+	require.Contains(t, r.stderr, "(1 run recorded before it; backfill again for the rest)\n")
+
+	mu.Lock()
+	require.Equal(t, []string{"poll@2026-11-21T11:10:00Z"}, got)
+	refuse = false
+	mu.Unlock()
+	r = run(t, clock, nil, backfill...)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stderr, "backfilled 2 runs of poll in (2026-11-21T11:00:00Z, 2026-11-21T11:30:00Z]\n")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"poll@2026-11-21T11:10:00Z", "poll@2026-11-21T11:20:00Z", "poll@2026-11-21T11:30:00Z"}, got)
 }
