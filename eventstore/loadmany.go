@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/passage-of-time/passage/internal/sqldb"
 )
 
@@ -18,6 +20,27 @@ const maxLoadMany = 5000
 // maps to no entry. Stream names must not be empty; repeated names are
 // read once.
 func (s *Store) LoadMany(ctx context.Context, streams []string) (map[string][]Recorded, error) {
+	return s.loadMany(ctx, s.db, streams)
+}
+
+// LoadManyTx is [Store.LoadMany] inside the caller's transaction, as
+// [Store.AppendManyTx] is AppendMany: tx must be on the store's database.
+// It reads what tx sees — on PostgreSQL's default READ COMMITTED the
+// latest committed events, on SQLite those and tx's own — on tx's
+// connection, so a caller holding a transaction needs no second one: on a
+// pool of one connection (SQLite's ":memory:", a pool limited with
+// SetMaxOpenConns(1)) LoadMany would wait for tx to end, for ever.
+func (s *Store) LoadManyTx(ctx context.Context, tx *sqlx.Tx, streams []string) (map[string][]Recorded, error) {
+	if tx == nil {
+		return nil, fmt.Errorf("%w: load many: transaction must not be nil", ErrInvalidArgument)
+	}
+	if d := sqldb.DialectOf(tx); d != s.dialect {
+		return nil, fmt.Errorf("%w: load many: transaction is on %s, the store on %s", ErrInvalidArgument, d, s.dialect)
+	}
+	return s.loadMany(ctx, tx, streams)
+}
+
+func (s *Store) loadMany(ctx context.Context, q sqlx.QueryerContext, streams []string) (map[string][]Recorded, error) {
 	out := make(map[string][]Recorded, len(streams))
 	for i, name := range streams {
 		if name == "" {
@@ -25,14 +48,14 @@ func (s *Store) LoadMany(ctx context.Context, streams []string) (map[string][]Re
 		}
 	}
 	for start := 0; start < len(streams); start += maxLoadMany {
-		if err := s.loadChunk(ctx, streams[start:min(start+maxLoadMany, len(streams))], out); err != nil {
+		if err := s.loadChunk(ctx, q, streams[start:min(start+maxLoadMany, len(streams))], out); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-func (s *Store) loadChunk(ctx context.Context, streams []string, out map[string][]Recorded) error {
+func (s *Store) loadChunk(ctx context.Context, q sqlx.QueryerContext, streams []string, out map[string][]Recorded) error {
 	const columns = `SELECT e.stream, e.position, e.version, e.type, e.data, e.recorded_at FROM eventstore_events e`
 	var (
 		query string
@@ -47,7 +70,7 @@ func (s *Store) loadChunk(ctx context.Context, streams []string, out map[string]
 		}
 		query, arg = columns+` WHERE e.stream IN (SELECT value FROM json_each(?)) ORDER BY e.stream, e.version`, string(names)
 	}
-	rows, err := s.db.QueryxContext(ctx, query, arg)
+	rows, err := q.QueryxContext(ctx, query, arg)
 	if err != nil {
 		return fmt.Errorf("eventstore: load %d streams: %w", len(streams), err)
 	}

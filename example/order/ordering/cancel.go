@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
@@ -67,17 +68,30 @@ func newCanceller(store *eventstore.Store, clock clockwork.Clock, unpublished *u
 	return &canceller{store: store, clock: clock, unpublished: unpublished}, nil
 }
 
-// HandleCancelOrders is [HandleCancelOrder] deciding a claimed batch of
-// due orders at once (a todolist.BatchAction): the batch's orders are
-// loaded in one query, each decides as it would alone, and all the
-// cancellations are appended in one transaction, each order's with the
-// version it loaded (eventstore's AppendManyTx). A version conflict on
-// one order fails none of the others: only the orders that conflicted are
-// reloaded and decided again, up to three times in the tick, then left to
-// the next tick. Where the store applies [NewPendingOrders] in its append
-// transaction through [InTransaction], the batch's removals from the
-// list are written together, in a statement or two, before the commit.
-// It is what a [System] uses unless Config.PerOrderTimeouts is set.
+// HandleCancelOrders is [HandleCancelOrder] deciding due orders a batch
+// at a time, each batch in one transaction (a todolist.TxBatchAction):
+// the transaction that takes the batch from pending loads its orders in
+// one query, lets each decide as it would alone, appends all the
+// cancellations, each order's with the version it loaded (eventstore's
+// AppendManyTx), applies the removals from the list that
+// [NewPendingOrders] derives from them, when the store applies it in its
+// append transaction through [InTransaction], in a statement or two, and
+// records the batch's outcomes: one commit a batch, and the cancellations
+// and the list's removals commit together or not at all. The
+// cancellations are published once that commit is done; a batch whose
+// transaction fails publishes nothing, and its orders stay due.
+//
+// A version conflict on one order fails none of the others: only the
+// orders that conflicted are reloaded and decided again, up to three
+// times in the tick, then left to the next tick. So is an order whose
+// stream another writer is appending to at that moment: rather than wait
+// for that writer, which may be waiting for the order's to-do item the
+// batch holds, the batch leaves it for a moment, then for the next tick.
+// On SQLite the transaction holds the database's write lock from the
+// start, so no other writer can come between the load and the append: a
+// payment made meanwhile waits for the batch, and finds the order
+// cancelled. It is what a [System] uses unless Config.PerOrderTimeouts
+// is set.
 func HandleCancelOrders(store *eventstore.Store, pending *todolist.List, clock clockwork.Clock, opts ...todolist.ProcessorOption) (func(context.Context, tick.MinuteHasPassed) error, error) {
 	c, err := newCanceller(store, clock, &unpublished{logger: slog.Default()})
 	if err != nil {
@@ -98,11 +112,8 @@ func (c *canceller) handler(pending *todolist.List, opts ...todolist.ProcessorOp
 func (c *canceller) batchHandler(pending *todolist.List, opts ...todolist.ProcessorOption) (func(context.Context, tick.MinuteHasPassed) error, error) {
 	opts = append([]todolist.ProcessorOption{todolist.WithClock(c.clock)}, opts...)
 	// The orders' store is on the list's database: the cancellations and
-	// the list's removals commit together.
-	db := pending.DB()
-	h, err := todolist.HandleBatch[tick.MinuteHasPassed](pending, func(ctx context.Context, items []todolist.Item) ([]error, error) {
-		return c.cancelBatch(ctx, db, items)
-	}, opts...)
+	// the list's removals are written in the transaction of the batch.
+	h, err := todolist.HandleTxBatch[tick.MinuteHasPassed](pending, c.cancelBatch, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("ordering: cancel-orders handler: %w", err)
 	}
@@ -142,22 +153,30 @@ func (c *canceller) cancel(ctx context.Context, item todolist.Item) error {
 	return nil
 }
 
-// cancelBatch is the to-do list batch action for a batch of due orders:
-// load them all, let each decide, append every cancellation in one
-// transaction; reload and decide again the orders whose append conflicted,
-// up to conflictRetries times.
-func (c *canceller) cancelBatch(ctx context.Context, db *sqlx.DB, items []todolist.Item) ([]error, error) {
+// cancelBatch is the to-do list batch action for a batch of due orders,
+// in tx, the batch's transaction: load them all, let each decide, append
+// every cancellation; reload and decide again the orders whose append
+// conflicted or whose stream was busy, up to conflictRetries times; then
+// apply the list's removals, and leave publishing and counting to after
+// the commit.
+func (c *canceller) cancelBatch(ctx context.Context, tx *sqlx.Tx, items []todolist.Item) ([]error, error) {
 	outcomes := make([]error, len(items))
 	left := make([]int, len(items)) // the items still to decide
 	for i := range left {
 		left[i] = i
 	}
+	// What the batch did, counted and published once it is committed.
+	var timedOut, untouched, conflicts int64
+	var published []eventstore.AppendOutcome
+	d := &deferred{}
 	for attempt := 1; len(left) > 0; attempt++ {
 		streams := make([]string, len(left))
 		for j, i := range left {
 			streams[j] = StreamOf(items[i].ID)
 		}
-		loaded, err := c.store.LoadMany(ctx, streams)
+		// In tx: reading on another connection would need one more from
+		// the pool, which may have none to give while tx holds one.
+		loaded, err := c.store.LoadManyTx(ctx, tx, streams)
 		if err != nil {
 			return nil, fmt.Errorf("ordering: time out %d orders: %w", len(left), err)
 		}
@@ -178,7 +197,7 @@ func (c *canceller) cancelBatch(ctx context.Context, db *sqlx.DB, items []todoli
 			}
 			events := o.TimeOut(now)
 			if len(events) == 0 {
-				c.untouched.Add(1)
+				untouched++
 				continue
 			}
 			batch = append(batch, eventstore.StreamAppend{Stream: streams[j], Expected: eventstore.Exact(version), Events: events})
@@ -187,56 +206,116 @@ func (c *canceller) cancelBatch(ctx context.Context, db *sqlx.DB, items []todoli
 		if len(batch) == 0 {
 			break
 		}
-		appended, err := c.appendBatch(ctx, db, batch)
+		ready, readyItems, busy, err := c.takeTurns(ctx, tx, batch, deciding)
 		if err != nil {
 			return nil, fmt.Errorf("ordering: time out %d orders: %w", len(batch), err)
 		}
+		appended, err := c.store.AppendManyTx(withDeferred(ctx, d), tx, ready)
+		if err != nil {
+			return nil, fmt.Errorf("ordering: time out %d orders: %w", len(ready), err)
+		}
 		left = left[:0]
+		retry := attempt <= conflictRetries && ctx.Err() == nil
 		for j, o := range appended {
-			i := deciding[j]
+			i := readyItems[j]
 			switch {
 			case o.Conflict == nil:
-				c.timedOut.Add(1)
-			case attempt <= conflictRetries && ctx.Err() == nil:
-				c.conflicts.Add(1)
+				timedOut++
+				published = append(published, o)
+			case retry:
+				conflicts++
 				left = append(left, i)
 			default:
-				c.conflicts.Add(1)
+				conflicts++
 				outcomes[i] = fmt.Errorf("ordering: time out order %s: gave up after %d attempts: %w", items[i].ID, attempt, o.Conflict)
 			}
 		}
+		for _, i := range busy {
+			conflicts++
+			if retry {
+				left = append(left, i)
+			} else {
+				outcomes[i] = fmt.Errorf("ordering: time out order %s: gave up after %d attempts: %w", items[i].ID, attempt, busyError{order: items[i].ID})
+			}
+		}
+		if len(busy) > 0 && len(left) > 0 {
+			// Give the writers a moment to commit; one waiting for
+			// this batch commits only after it, at the next tick.
+			if err := pause(ctx, time.Millisecond<<(attempt-1)); err != nil {
+				return nil, err
+			}
+		}
 	}
-	return outcomes, nil
-}
-
-// appendBatch appends batch in one transaction, each entry with its own
-// expected version, and publishes what it appended once committed. The
-// projections of an [InTransaction] hook are applied once for the whole
-// batch, before the commit, rather than once per order.
-func (c *canceller) appendBatch(ctx context.Context, db *sqlx.DB, batch []eventstore.StreamAppend) ([]eventstore.AppendOutcome, error) {
-	tx, err := db.BeginTxx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	d := &deferred{}
-	outcomes, err := c.store.AppendManyTx(withDeferred(ctx, d), tx, batch)
-	if err != nil {
-		return nil, err
-	}
+	// The projections' removals, together: a statement or two for the
+	// batch rather than one per order.
 	if err := d.apply(ctx, tx); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ordering: time out %d orders: %w", len(published), err)
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
-	}
-	for j, o := range outcomes {
-		if o.Conflict == nil {
+	todolist.AfterCommit(ctx, func(ctx context.Context) {
+		c.timedOut.Add(timedOut)
+		c.untouched.Add(untouched)
+		c.conflicts.Add(conflicts)
+		for _, o := range published {
 			// The cancellation and the list update committed together;
 			// only the bus may have missed it. Retrying would decide
 			// nothing, so count it instead of failing the item.
-			c.unpublished.check(ctx, c.store.Publish(ctx, o.Result.Recorded), slog.String("command", "time out"), slog.String("order", strings.TrimPrefix(batch[j].Stream, streamPrefix)))
+			recorded := o.Result.Recorded
+			c.unpublished.check(ctx, c.store.Publish(ctx, recorded), slog.String("command", "time out"), slog.String("order", strings.TrimPrefix(recorded[0].Stream, streamPrefix)))
 		}
-	}
+	})
 	return outcomes, nil
+}
+
+// takeTurns takes in tx the turns of batch's streams that no other
+// transaction holds, without waiting for the others (eventstore's
+// TryTurnsTx): the appender holding one may be waiting for the order's
+// to-do item, which tx holds — completing or cancelling the order removes
+// it — and waiting for it would be a deadlock. It returns the entries
+// whose turns tx holds and their items, and the items of the others.
+func (c *canceller) takeTurns(ctx context.Context, tx *sqlx.Tx, batch []eventstore.StreamAppend, items []int) (ready []eventstore.StreamAppend, readyItems, busy []int, err error) {
+	streams := make([]string, len(batch))
+	for j, entry := range batch {
+		streams[j] = entry.Stream
+	}
+	taken, err := c.store.TryTurnsTx(ctx, tx, streams)
+	if err != nil || len(taken) == 0 {
+		return batch, items, nil, err
+	}
+	isBusy := make(map[string]bool, len(taken))
+	for _, s := range taken {
+		isBusy[s] = true
+	}
+	ready, readyItems = make([]eventstore.StreamAppend, 0, len(batch)), make([]int, 0, len(batch))
+	for j, entry := range batch {
+		if isBusy[entry.Stream] {
+			busy = append(busy, items[j])
+			continue
+		}
+		ready, readyItems = append(ready, entry), append(readyItems, items[j])
+	}
+	return ready, readyItems, busy, nil
+}
+
+// busyError is an order whose stream another writer was appending to at
+// every attempt of a batch. It is a conflict: the order is tried again at
+// the next tick, without counting a failed attempt.
+type busyError struct{ order string }
+
+func (e busyError) Error() string {
+	return "another writer is changing order " + e.order
+}
+
+// Conflict reports true: see todolist's Conflicts.
+func (busyError) Conflict() bool { return true }
+
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }

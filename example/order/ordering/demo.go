@@ -82,7 +82,12 @@ type Summary struct {
 // through a real tick.Ticker and bus, reports each minute in which something
 // happened, and ends with a summary, which it also returns. A few payments
 // are staged to land exactly while their order's timeout is being decided,
-// to show the race resolved. Everything runs at the speed of the database:
+// to show the race resolved: between the handler's load of the order and
+// its append, so the System times orders out one at a time
+// (Config.PerOrderTimeouts). The default batch holds its orders' to-do
+// items (on SQLite the database's write lock) in its transaction from
+// before the load until its commit, so a completion made from inside it
+// would wait for it for ever. Everything runs at the speed of the database:
 // a simulated quarter of an hour with a few hundred orders takes well under a
 // second.
 //
@@ -156,7 +161,9 @@ type plannedOrder struct {
 }
 
 func (d *demo) run(ctx context.Context, db *sqlx.DB) (err error) {
-	sys, err := Open(ctx, db, Config{Clock: d.clock})
+	// One order at a time: the staged payments below commit from inside
+	// the handler (see RunDemo).
+	sys, err := Open(ctx, db, Config{Clock: d.clock, PerOrderTimeouts: true})
 	if err != nil {
 		return err
 	}

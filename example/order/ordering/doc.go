@@ -14,11 +14,20 @@
 //   - PendingOrders, a to-do list of open orders and their deadlines, is
 //     projected from those events in the transaction that appends them
 //     ([NewPendingOrders]), so it never drifts from the store;
-//   - [HandleCancelOrder] works that list whenever a tick.MinuteHasPassed is
-//     published: each due order is loaded, asked to time out, and the
-//     cancellation appended expecting the version that was loaded. A payment
-//     that wins the race makes the append fail with a version conflict, the
-//     order is loaded again, and being paid it decides nothing.
+//   - [HandleCancelOrders] works that list whenever a tick.MinuteHasPassed
+//     is published, a batch of due orders at a time, each batch in the one
+//     transaction that takes it from the list (todolist.HandleTxBatch):
+//     the orders are loaded, each is asked to time out, and the
+//     cancellations are appended, each expecting the version that was
+//     loaded, together with the removal of their to-do items; they are
+//     published once that transaction has committed. A payment that wins
+//     the race makes its order's append fail with a version conflict, the
+//     order is loaded again, and being paid it decides nothing, while the
+//     rest of the batch is cancelled. (On SQLite no payment can come
+//     between: the batch's transaction holds the database's write lock, so
+//     a payment waits for it, and then finds the order cancelled.)
+//     [HandleCancelOrder] does the same an order at a time, each in a
+//     transaction of its own.
 //
 // [System] wires all of this on one database and bus, and [RunDemo] tells the
 // story on a terminal: it places orders, pays some, lets time pass on a fake

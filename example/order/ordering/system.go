@@ -35,9 +35,13 @@ type Config struct {
 	// todolist.WithBatchSize or todolist.WithObserver.
 	Processor []todolist.ProcessorOption
 	// PerOrderTimeouts makes the System time out each due order in a
-	// transaction of its own ([HandleCancelOrder]) instead of a claimed
-	// batch of them in one ([HandleCancelOrders], the default). Both
-	// decide the same; the batch is many times faster.
+	// transaction of its own ([HandleCancelOrder]) instead of a batch of
+	// them in the one transaction that takes the batch from the list,
+	// decides it and records it ([HandleCancelOrders], the default). Both
+	// decide the same; the batch is many times faster, and holds its
+	// orders' to-do items (on SQLite the database's write lock) until it
+	// commits, so a command changing one of its orders meanwhile waits
+	// for it.
 	PerOrderTimeouts bool
 	// Logger reports order changes that were committed but could not be
 	// published on Bus (see [Stats].Unpublished). Default: slog.Default().
@@ -62,7 +66,8 @@ type Stats struct {
 	Untouched int64
 	// Conflicts counts cancellations that lost their append to a concurrent
 	// writer and were decided again on the reloaded order — resolved, not
-	// failed.
+	// failed. A batch ([HandleCancelOrders]) also counts here each attempt
+	// that found another writer appending to the order at that moment.
 	Conflicts int64
 	// Unpublished counts commits of order changes — a command (a PlaceAll
 	// batch counts once) or a timeout — that were committed with the to-do
