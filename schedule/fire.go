@@ -44,13 +44,21 @@ func (s *Scheduler) fireBatch(ctx context.Context, tx *sqlx.Tx, items []todolist
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT schedule_batch"); err != nil {
 		return nil, fmt.Errorf("schedule: fire %d slots: %w", len(items), err)
 	}
-	reports, err := s.fireSet(ctx, tx, items, now)
+	fs, reports, err := s.fireSet(ctx, tx, items, now)
 	outcomes := make([]error, len(items))
 	if failed := (*slotError)(nil); errors.As(err, &failed) {
 		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT schedule_batch"); err != nil {
 			return nil, fmt.Errorf("schedule: fire %d slots: %w", len(items), err)
 		}
 		outcomes, reports, err = s.fireEach(ctx, tx, items, now, failed)
+	} else if err == nil {
+		// Released before the items move: rows the transaction locked
+		// and a subtransaction changes get a MultiXact on PostgreSQL,
+		// which the list's index never takes for dead (see
+		// todolist.NewTxBatchProcessor).
+		if _, err = tx.ExecContext(ctx, "RELEASE SAVEPOINT schedule_batch"); err == nil {
+			err = s.moveOn(ctx, tx, fs, now)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("schedule: fire %d slots: %w", len(items), err)
@@ -94,16 +102,16 @@ type firing struct {
 }
 
 // fireSet is fireIn for a whole batch, statement by statement instead of
-// slot by slot; see fireBatch. The first slot to fail fails it with a
-// *slotError.
-func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.Item, now time.Time) ([]SlotsSkipped, error) {
+// slot by slot, up to the handlers: moveOn then moves the schedules on; see
+// fireBatch. The first slot to fail fails it with a *slotError.
+func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.Item, now time.Time) ([]firing, []SlotsSkipped, error) {
 	names := make([]string, len(items))
 	for i, item := range items {
 		names[i] = item.ID
 	}
 	states, err := s.loadMany(ctx, tx, names)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fs := make([]firing, 0, len(items))
 	var overlapping []string
@@ -114,7 +122,7 @@ func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.I
 		}
 		d, err := s.definition(st)
 		if err != nil {
-			return nil, &slotError{index: i, err: err}
+			return nil, nil, &slotError{index: i, err: err}
 		}
 		first := item.Due // the slot, unless jitter delayed the item
 		if st.NextSlot != 0 {
@@ -128,7 +136,7 @@ func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.I
 	}
 	open, err := s.openRunsOf(ctx, tx, overlapping)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var reports []SlotsSkipped
 	for i := range fs {
@@ -162,7 +170,7 @@ func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.I
 	}
 	recorded, err := s.recordRuns(ctx, tx, fs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var running []string
 	for i := range fs {
@@ -177,15 +185,15 @@ func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.I
 		f.fired = 1
 		if err := s.callHandler(ctx, tx, f.run); err != nil {
 			if !errors.Is(err, ErrStillRunning) {
-				return nil, &slotError{index: f.index, err: err}
+				return nil, nil, &slotError{index: f.index, err: err}
 			}
 			running = append(running, f.run.RunID)
 		}
 	}
 	if err := s.markRunning(ctx, tx, running); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return reports, s.moveOn(ctx, tx, fs, now)
+	return fs, reports, nil
 }
 
 // moveOn stores where each schedule of fs stands after the firing and

@@ -129,8 +129,10 @@
 // write to the list's database, and quickly — a scheduler recording its
 // runs, a batch of aggregates deciding through an event store on the same
 // database — and not actions that call out to other services. Leases do
-// not apply, so [WithLease] has no effect, and Released, Lost and
-// LeasesLost stay zero. [WithWorkers] lets one tick work several batches
+// not apply, so [WithLease] has no effect, Released and LeasesLost stay
+// zero, and Lost counts only failures not recorded because the item had
+// changed meanwhile (the action re-added it, or, after a batch that failed
+// as a whole was rolled back, another processor took it). [WithWorkers] lets one tick work several batches
 // at once, each in its own transaction: on PostgreSQL that overlaps their
 // writes, where one session leaves the server's other cores idle. An item the action changes through the list with
 // its ctx and tx is left as the action left it; a done item is otherwise

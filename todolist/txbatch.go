@@ -81,6 +81,14 @@ type txState struct {
 	mu      sync.Mutex
 	touched map[string]struct{}
 	after   []func(context.Context)
+	// failed are the failures settleTx recorded, with their attempt.
+	failed []failure
+}
+
+// failure is an item's failed attempt as recorded, and its error.
+type failure struct {
+	item Item
+	err  error
 }
 
 func (t *txState) touch(id string) {
@@ -166,16 +174,19 @@ WHERE t.list = $2 AND t.id = d.id AND t.xmin::text::bigint = d.version`
 	// failTx records a failed attempt on an item of a transactional batch.
 	failTx = `UPDATE todolist_items SET attempts = ?, last_error = ?, run_at = ?, parked = ?
 WHERE list = ? AND id = ?`
+	// failTxPostgres is failTx on the row still the version picked, and
+	// not locked by another transaction (one that took the item after a
+	// batch failed as a whole and was rolled back): the version follows.
+	failTxPostgres = `UPDATE todolist_items AS t SET attempts = $1, last_error = $2, run_at = $3, parked = $4
+FROM (SELECT ctid FROM todolist_items
+	WHERE list = $5 AND id = $6 AND xmin::text::bigint = $7 FOR UPDATE SKIP LOCKED) AS h
+WHERE t.ctid = h.ctid`
 	// dueTxSQLite reads back the due times of a batch's items, on SQLite,
 	// where a row has no version: an item whose due time changed is not
 	// the one picked.
 	dueTxSQLite = `SELECT id, due FROM todolist_items WHERE list = ? AND id IN`
 	removeTxIDs = `DELETE FROM todolist_items WHERE list = ? AND id IN`
 )
-
-// txSavepoint marks the start of a transactional batch's action, to undo
-// what it wrote when it fails as a whole.
-const txSavepoint = "todolist_batch"
 
 // processTx is Process for a transactional batch action: batch after
 // batch, each in a transaction of its own, until none is due, the budget
@@ -230,25 +241,26 @@ func (p *Processor) txWorker(ctx context.Context, start time.Time, res *Result, 
 	}
 }
 
-// txOutcome is a batch item's outcome as a transactional batch writes it.
-type txOutcome struct {
-	item claimed
-	err  error
-}
-
 // txBatch takes, decides and settles one batch in one transaction, and
 // returns how many items it took. Nothing is written unless the
 // transaction commits: a failure before then, a cancelled ctx or a crash
 // leaves every item due as it was, for the next tick.
+//
+// An action that fails as a whole is undone by rolling the transaction
+// back, and its outcome is recorded in a transaction of its own: a
+// savepoint would undo it in place, but every picked row that a
+// subtransaction then changes gets a MultiXact for its deleter, which
+// index scans never take for dead, so that the list's index kept every
+// item removed since the last vacuum and each pick walked them all.
 func (p *Processor) txBatch(ctx context.Context, limit int, res *Result) (n int, err error) {
 	l := p.list
 	tx, err := l.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("todolist: process %q: begin: %w", l.name, err)
 	}
-	committed := false
+	ended := false
 	defer func() {
-		if !committed {
+		if !ended {
 			err = errors.Join(err, ignoreDone(tx.Rollback()))
 		}
 	}()
@@ -260,9 +272,6 @@ func (p *Processor) txBatch(ctx context.Context, limit int, res *Result) (n int,
 		return 0, nil
 	}
 	res.Claimed += len(batch)
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+txSavepoint); err != nil {
-		return len(batch), fmt.Errorf("todolist: process %q: %w", l.name, err)
-	}
 	state := &txState{touched: make(map[string]struct{}, 8)}
 	outcomes, whole := p.runTxBatch(ctx, tx, batch, state)
 	if ctx.Err() != nil {
@@ -271,34 +280,27 @@ func (p *Processor) txBatch(ctx context.Context, limit int, res *Result) (n int,
 		return len(batch), fmt.Errorf("todolist: process %q: abandoned the batch in flight, its items stay due: %w", l.name, context.Cause(ctx))
 	}
 	if whole {
-		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+txSavepoint); err != nil {
+		ended = true
+		if err := ignoreDone(tx.Rollback()); err != nil {
 			return len(batch), fmt.Errorf("todolist: process %q: undo the failed batch: %w", l.name, err)
 		}
-		state.after = nil // they follow writes that were undone
-	}
-	var done, conflicts []claimed
-	var failed []txOutcome
-	for i, it := range batch {
-		switch err := outcomes[i]; {
-		case err == nil:
-			if !state.has(it.ID) {
-				done = append(done, it)
-			}
-		case isConflict(err):
-			conflicts = append(conflicts, it)
-		default:
-			failed = append(failed, txOutcome{item: it, err: err})
+		tx, err = l.db.BeginTxx(ctx, nil)
+		if err != nil {
+			return len(batch), fmt.Errorf("todolist: process %q: begin: %w", l.name, err)
 		}
+		ended = false
+		// What the action registered follows writes that were undone.
+		state = &txState{touched: map[string]struct{}{}}
 	}
-	settled, err := p.settleTx(ctx, tx, done, conflicts, failed, res.Cutoff)
-	if err != nil {
+	if err := p.settleTx(ctx, tx, batch, outcomes, state, res); err != nil {
 		return len(batch), fmt.Errorf("todolist: settle a batch of %q: %w", l.name, err)
 	}
 	if err := tx.Commit(); err != nil {
+		ended = true
 		return len(batch), fmt.Errorf("todolist: process %q: commit: %w", l.name, err)
 	}
-	committed = true
-	p.reportTx(batch, outcomes, settled, res)
+	ended = true
+	p.reportTx(batch, outcomes, state, res)
 	if err := state.afterCommit(ctx); err != nil {
 		return len(batch), fmt.Errorf("todolist: process %q: %w", l.name, err)
 	}
@@ -380,31 +382,41 @@ func (p *Processor) runTxBatch(ctx context.Context, tx *sqlx.Tx, batch []claimed
 	return outcomes, true
 }
 
-// txSettled is what settleTx wrote: the done items it removed, and the
-// failures it recorded, parked or not.
-type txSettled struct {
-	removed int
-	failed  []Item // with the attempt recorded
-	parked  []Item
-}
-
 // settleTx writes a transactional batch's outcomes in tx: removes the
 // done items still as picked, sets the conflicts to run just past the
-// cutoff, records each failure, and adds the batch to the list's totals.
-func (p *Processor) settleTx(ctx context.Context, tx *sqlx.Tx, done, conflicts []claimed, failed []txOutcome, cutoff time.Time) (txSettled, error) {
+// cutoff, records each failure on an item still as picked, and adds the
+// batch to the list's totals. Outcomes it could not write, the item
+// having changed hands, it counts as Lost.
+func (p *Processor) settleTx(ctx context.Context, tx *sqlx.Tx, batch []claimed, outcomes []error, state *txState, res *Result) error {
 	l := p.list
-	var s txSettled
+	var done, conflicts, failed []claimed
+	for i, it := range batch {
+		switch err := outcomes[i]; {
+		case err == nil:
+			if !state.has(it.ID) {
+				done = append(done, it)
+			}
+		case isConflict(err):
+			conflicts = append(conflicts, it)
+		default:
+			failed = append(failed, it)
+		}
+	}
 	if !l.q.claimSets {
 		// A row has no version on SQLite: one whose due time changed in
 		// the transaction (without going through the list) is new work.
 		var err error
 		if done, err = p.unchanged(ctx, tx, done); err != nil {
-			return s, err
+			return err
 		}
 		if conflicts, err = p.unchanged(ctx, tx, conflicts); err != nil {
-			return s, err
+			return err
+		}
+		if failed, err = p.unchanged(ctx, tx, failed); err != nil {
+			return err
 		}
 	}
+	removed := 0
 	if len(done) > 0 {
 		var r sql.Result
 		var err error
@@ -414,12 +426,12 @@ func (p *Processor) settleTx(ctx context.Context, tx *sqlx.Tx, done, conflicts [
 		} else {
 			r, err = p.exec(ctx, tx, removeTxIDs, idsOf(done), l.name)
 		}
-		if s.removed, err = rowsAffected(r, err); err != nil {
-			return s, fmt.Errorf("remove done items: %w", err)
+		if removed, err = rowsAffected(r, err); err != nil {
+			return fmt.Errorf("remove done items: %w", err)
 		}
 	}
 	if len(conflicts) > 0 {
-		next := sqldb.EncodeTime(cutoff) + 1
+		next := sqldb.EncodeTime(res.Cutoff) + 1
 		var err error
 		if l.q.claimSets {
 			ids, versions := idsAndVersions(conflicts)
@@ -428,30 +440,47 @@ func (p *Processor) settleTx(ctx context.Context, tx *sqlx.Tx, done, conflicts [
 			_, err = p.exec(ctx, tx, `UPDATE todolist_items SET run_at = ? WHERE list = ? AND id IN`, idsOf(conflicts), next, l.name)
 		}
 		if err != nil {
-			return s, fmt.Errorf("set conflicting items to run again: %w", err)
+			return fmt.Errorf("set conflicting items to run again: %w", err)
+		}
+	}
+	errs := make(map[string]error, len(failed))
+	for i, it := range batch {
+		if outcomes[i] != nil {
+			errs[it.ID] = outcomes[i]
 		}
 	}
 	now := p.cfg.clock.Now()
+	var counts batchDone
 	for _, f := range failed {
-		it := p.failedAttempt(f.item.Item, f.err, now)
+		it := p.failedAttempt(f.Item, errs[f.ID], now)
 		parked := 0
 		if it.Parked {
 			parked = 1
 		}
-		if _, err := tx.ExecContext(ctx, l.db.Rebind(failTx), it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parked, l.name, it.ID); err != nil {
-			return s, fmt.Errorf("record failure of %q: %w", it.ID, err)
+		args := []any{it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parked, l.name, it.ID}
+		query := l.db.Rebind(failTx)
+		if l.q.claimSets {
+			query, args = failTxPostgres, append(args, int64(f.version))
 		}
+		r, err := tx.ExecContext(ctx, query, args...)
+		n, err := rowsAffected(r, err)
+		if err != nil {
+			return fmt.Errorf("record failure of %q: %w", it.ID, err)
+		}
+		if n == 0 {
+			res.Lost++ // another processor has it now
+			continue
+		}
+		counts.failures++
 		if it.Parked {
-			s.parked = append(s.parked, it)
-		} else {
-			s.failed = append(s.failed, it)
+			counts.parkings++
 		}
+		state.failed = append(state.failed, failure{item: it, err: errs[f.ID]})
 	}
-	counts := batchDone{failures: len(failed), parkings: len(s.parked)}
-	if err := p.count(ctx, tx, s.removed, counts); err != nil {
-		return s, fmt.Errorf("count the batch: %w", err)
+	if err := p.count(ctx, tx, removed, counts); err != nil {
+		return fmt.Errorf("count the batch: %w", err)
 	}
-	return s, nil
+	return nil
 }
 
 // unchanged returns the items of batch whose due time in tx is still the
@@ -510,7 +539,7 @@ func (p *Processor) failedAttempt(it Item, actErr error, now time.Time) Item {
 
 // reportTx counts a committed transactional batch in res and tells the
 // observer, now that what it reports is durable.
-func (p *Processor) reportTx(batch []claimed, outcomes []error, s txSettled, res *Result) {
+func (p *Processor) reportTx(batch []claimed, outcomes []error, state *txState, res *Result) {
 	obs := p.cfg.observer
 	for i, it := range batch {
 		switch err := outcomes[i]; {
@@ -523,22 +552,18 @@ func (p *Processor) reportTx(batch []claimed, outcomes []error, s txSettled, res
 			res.Conflicts++
 		}
 	}
-	res.Failed += len(s.failed)
-	res.Parked += len(s.parked)
-	failures := make(map[string]error, len(s.failed)+len(s.parked))
-	for i, it := range batch {
-		if outcomes[i] != nil {
-			failures[it.ID] = outcomes[i]
-		}
-	}
-	for _, it := range s.failed {
-		if obs.Failed != nil {
-			obs.Failed(p.list.name, it, failures[it.ID])
-		}
-	}
-	for _, it := range s.parked {
-		if obs.Parked != nil {
-			obs.Parked(p.list.name, it, failures[it.ID])
+	for _, f := range state.failed {
+		switch {
+		case f.item.Parked:
+			res.Parked++
+			if obs.Parked != nil {
+				obs.Parked(p.list.name, f.item, f.err)
+			}
+		default:
+			res.Failed++
+			if obs.Failed != nil {
+				obs.Failed(p.list.name, f.item, f.err)
+			}
 		}
 	}
 }
