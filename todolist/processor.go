@@ -181,17 +181,25 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 		cutoff = start
 	}
 	res := Result{Cutoff: cutoff}
-	work := p.processClaimed
+	drained := false
+	var err error
 	if p.txAction != nil {
-		work = p.processTx
+		drained, err = p.processTx(ctx, start, &res)
+	} else {
+		err = p.processClaimed(ctx, start, &res)
 	}
-	if err := work(ctx, start, &res); err != nil {
+	if err != nil {
 		return res, err
 	}
-	// Counted on every tick, not only when a budget stopped it: rows that
-	// changed under a claim can be left behind by a tick that ran dry.
-	if err := p.countBacklog(ctx, &res); err != nil {
-		return res, err
+	// Counted on every tick a budget stopped, and on every tick of a
+	// claiming processor: rows that changed under a claim can be left
+	// behind by a tick that ran dry. A transactional tick that ran dry
+	// left nothing: its last pick took every ready row no other
+	// transaction held, and those are being worked.
+	if !drained {
+		if err := p.countBacklog(ctx, &res); err != nil {
+			return res, err
+		}
 	}
 	if p.cfg.observer.Tick != nil {
 		p.cfg.observer.Tick(p.list.name, res)

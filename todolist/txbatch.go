@@ -191,40 +191,47 @@ WHERE t.ctid = h.ctid`
 // processTx is Process for a transactional batch action: batch after
 // batch, each in a transaction of its own, until none is due, the budget
 // is spent or ctx ends; by as many workers at once as WithWorkers says.
-func (p *Processor) processTx(ctx context.Context, start time.Time, res *Result) error {
+// drained reports that every worker stopped on a pick that found fewer
+// items than it could take: nothing ready was left.
+func (p *Processor) processTx(ctx context.Context, start time.Time, res *Result) (drained bool, err error) {
 	if p.cfg.workers == 1 {
 		var claimed atomic.Int64
 		return p.txWorker(ctx, start, res, &claimed)
 	}
 	results := make([]Result, p.cfg.workers)
 	errs := make([]error, p.cfg.workers)
+	dry := make([]bool, p.cfg.workers)
 	var claimed atomic.Int64 // by all the workers, for the budget
 	var wg sync.WaitGroup
 	for w := range results {
 		results[w].Cutoff = res.Cutoff
-		wg.Go(func() { errs[w] = p.txWorker(ctx, start, &results[w], &claimed) })
+		wg.Go(func() { dry[w], errs[w] = p.txWorker(ctx, start, &results[w], &claimed) })
 	}
 	wg.Wait()
-	for _, r := range results {
+	drained = true
+	for w, r := range results {
 		res.Claimed += r.Claimed
 		res.Done += r.Done
 		res.Failed += r.Failed
 		res.Parked += r.Parked
 		res.Conflicts += r.Conflicts
+		res.Lost += r.Lost
+		drained = drained && dry[w]
 	}
-	return errors.Join(errs...)
+	return drained, errors.Join(errs...)
 }
 
 // txWorker works batches until none is due or the tick's budget, shared
-// through claimed with the other workers, is spent.
-func (p *Processor) txWorker(ctx context.Context, start time.Time, res *Result, claimed *atomic.Int64) error {
+// through claimed with the other workers, is spent; drained reports the
+// former.
+func (p *Processor) txWorker(ctx context.Context, start time.Time, res *Result, claimed *atomic.Int64) (drained bool, err error) {
 	for {
 		// Reserved before the pick, so that workers together never take
 		// more than the maximum; what the pick did not take is given back.
 		taken := claimed.Load()
 		limit := p.nextLimit(start, int(taken))
 		if limit <= 0 {
-			return nil
+			return false, nil
 		}
 		if !claimed.CompareAndSwap(taken, taken+int64(limit)) {
 			continue // another worker reserved meanwhile
@@ -232,11 +239,10 @@ func (p *Processor) txWorker(ctx context.Context, start time.Time, res *Result, 
 		n, err := p.txBatch(ctx, limit, res)
 		claimed.Add(int64(n - limit))
 		if err != nil {
-			return err
+			return false, err
 		}
-		// A short pick means nothing more was due.
 		if n < limit {
-			return nil
+			return true, nil
 		}
 	}
 }
