@@ -78,7 +78,8 @@ type Result struct {
 	LeasesLost int
 	// Backlog counts the items due at the cutoff that the tick left for
 	// the next one: those a budget stopped it from taking, and those
-	// re-added or changed while it worked.
+	// re-added or changed while it worked. A transactional batch
+	// processor's tick that ran dry leaves none and does not count.
 	Backlog int
 }
 
