@@ -15,7 +15,10 @@
 //   - Cron: 5 or 6 fields and the @daily-style descriptors, read by
 //     github.com/robfig/cron/v3.
 //   - RRule: iCalendar recurrences (DTSTART with TZID, RRULE, RDATE,
-//     EXDATE), expanded by github.com/teambition/rrule-go.
+//     EXDATE), expanded by github.com/teambition/rrule-go. An EXDATE in
+//     UTC or another zone removes the occurrence at its instant, one in
+//     DTSTART's zone the occurrence of its wall time, and one with
+//     VALUE=DATE the occurrences of its date.
 //   - Easter: Western or Orthodox Easter with a day offset (Good Friday,
 //     Easter Monday).
 //   - Union, Except and Dates: several specs as one; a holiday list or

@@ -15,9 +15,32 @@ import (
 // DTSTART line (with TZID=, UTC "Z", or floating: then in loc, nil meaning
 // UTC), RRULE lines (FREQ, INTERVAL, COUNT, UNTIL, BYxxx, WKST, and
 // BYEASTER), and RDATE and EXDATE lines (TZID= and VALUE=DATE-TIME
-// parameters), one property per line, in any order. It is read and
-// expanded by github.com/teambition/rrule-go, a port of python-dateutil's
-// rrule, the reference implementation most others are checked against.
+// parameters; EXDATE also VALUE=DATE), one property per line, in any
+// order. It is read and expanded by github.com/teambition/rrule-go, a
+// port of python-dateutil's rrule, the reference implementation most
+// others are checked against.
+//
+// An EXDATE removes the occurrences it names (RFC 5545 §3.8.5.1), the
+// rules' and the RDATEs' alike:
+//
+//   - A time in UTC (…Z) or with the TZID of a zone other than DTSTART's
+//     names an instant, and removes the occurrence at that instant in
+//     whatever zone that is written: with DTSTART in Europe/Warsaw,
+//     EXDATE:20260301T080000Z removes the rule's 09:00 on March 1, and
+//     EXDATE;TZID=America/New_York:20260310T040000 its 09:00 on March 10.
+//   - A local time of DTSTART's zone (floating, or with DTSTART's TZID)
+//     names that wall time: it removes the occurrences of that wall time
+//     (the rules' and the RDATEs written in DTSTART's zone), and an RDATE
+//     written in UTC or another zone at the instant the wall time stands
+//     for (placed as below): EXDATE;TZID=Europe/Warsaw:20260301T090000
+//     removes RDATE:20260301T080000Z. Two wall times placed at one instant
+//     stay apart: 02:30 in a spring-forward gap removes an hourly rule's
+//     02:30, not its 03:30 placed at the same instant (an EXDATE in UTC
+//     removes both).
+//   - VALUE=DATE (no TZID) removes the occurrences on that date in
+//     DTSTART's zone: those written as its local times by the date of
+//     their wall time, an RDATE in UTC or another zone by the local date
+//     of its instant.
 //
 // Local times follow RFC 5545: one the clock jumps over is read with the
 // offset before the jump (02:30 in a spring-forward gap is 03:30), one
@@ -94,35 +117,43 @@ func RRule(text string, loc *time.Location) (Spec, error) {
 	// first), so each RRULE line is an expansion of its own and the spec
 	// is their union.
 	spec := rruleSpec{loc: zone, text: strings.Join(lines, "\n")}
-	exdates := map[int64]bool{} // walls
-	var rdates []time.Time      // walls
+	ex := exclusions{exdates: map[int64]bool{}, placed: map[int64]bool{}, instants: map[int64]bool{}, days: map[int64]bool{}}
+	var rdateWalls, rdateInstants []time.Time
 	for _, line := range dates {
-		rdate, walls, instants, err := readDates(line, zone)
+		d, err := readDates(line, zone)
 		if err != nil {
 			return nil, fmt.Errorf("%w: recurrence line %q: %v", ErrInvalidSpec, line, err)
 		}
-		switch {
-		case rdate:
-			rdates = append(rdates, walls...)
-			spec.dates = append(spec.dates, instants...)
-		default:
-			for _, w := range walls {
-				exdates[w.Unix()] = true
-			}
-			for _, at := range instants {
-				exdates[wallOf(at, zone)] = true // an instant's wall time: its occurrence
-			}
+		if d.rdate {
+			rdateWalls = append(rdateWalls, d.walls...)
+			rdateInstants = append(rdateInstants, d.instants...)
+			continue
+		}
+		for _, w := range d.walls {
+			ex.exdates[w.Unix()] = true
+			ex.placed[resolveRFC5545(w.Unix(), zone).Unix()] = true
+		}
+		for _, at := range d.instants {
+			ex.instants[at.Unix()] = true
+		}
+		for _, day := range d.days {
+			ex.days[day] = true
 		}
 	}
-	for _, w := range rdates {
-		if !exdates[w.Unix()] {
-			spec.dates = append(spec.dates, resolveRFC5545(w.Unix(), zone))
+	for _, w := range rdateWalls {
+		if at := resolveRFC5545(w.Unix(), zone); !ex.excludesWall(w.Unix(), at) {
+			spec.dates = append(spec.dates, at)
+		}
+	}
+	for _, at := range rdateInstants {
+		if !ex.excludesInstant(at, zone) {
+			spec.dates = append(spec.dates, at)
 		}
 	}
 	slices.SortFunc(spec.dates, time.Time.Compare)
 	spec.dates = slices.CompactFunc(spec.dates, time.Time.Equal)
 	for _, rule := range rules {
-		e, err := newExpansion(rule, start, zone, exdates)
+		e, err := newExpansion(rule, start, zone, ex)
 		if err != nil {
 			return nil, fmt.Errorf("%w: recurrence line %q: %v", ErrInvalidSpec, rule, err)
 		}
@@ -137,55 +168,125 @@ func propertyName(line string) string {
 	return strings.ToUpper(line[:strings.IndexAny(line+":", ":;")])
 }
 
+// exclusions are a recurrence's EXDATEs, kept so that they are compared
+// with the occurrences as RRule documents: as wall times where both are
+// written as local times of DTSTART's zone (python-dateutil compares
+// times of one tzinfo so), as instants where either is written in UTC or
+// another zone, and by date for VALUE=DATE.
+type exclusions struct {
+	// exdates are the wall times (Unix seconds on the floating wall clock)
+	// of the EXDATEs written as local times of DTSTART's zone.
+	exdates map[int64]bool
+	// placed are the instants RFC 5545 places those wall times at.
+	placed map[int64]bool
+	// instants are the EXDATEs written in UTC or another zone.
+	instants map[int64]bool
+	// days are the VALUE=DATE EXDATEs' dates, as days since 1970-01-01.
+	days map[int64]bool
+}
+
+// excludesWall reports whether an occurrence written as the wall time w
+// of DTSTART's zone (the rule's, or an RDATE in that zone), placed at at,
+// is excluded.
+func (x exclusions) excludesWall(w int64, at time.Time) bool {
+	return x.exdates[w] || x.instants[at.Unix()] || x.days[dayOf(w)]
+}
+
+// excludesInstant reports whether an RDATE written in UTC or a zone other
+// than loc, DTSTART's, is excluded.
+func (x exclusions) excludesInstant(at time.Time, loc *time.Location) bool {
+	return x.instants[at.Unix()] || x.placed[at.Unix()] || x.days[dayOf(wallOf(at, loc))]
+}
+
+// dayOf returns the date of a wall time (Unix seconds on the floating
+// wall clock) as days since 1970-01-01.
+func dayOf(w int64) int64 {
+	if w < 0 {
+		return (w+1)/86400 - 1
+	}
+	return w / 86400
+}
+
+// recurrenceDates is an RDATE or EXDATE line read.
+type recurrenceDates struct {
+	rdate    bool
+	walls    []time.Time // local times of DTSTART's zone, on the floating wall clock
+	instants []time.Time // UTC times and local times of other zones
+	days     []int64     // VALUE=DATE dates (EXDATE only), days since 1970-01-01
+}
+
 // readDates reads an RDATE or EXDATE line, "NAME[;TZID=Zone][;VALUE=
-// DATE-TIME]:t1,t2,…", and reports whether it is an RDATE. A local time
-// in the rule's own zone (no TZID, or the same one) is a wall time on the
+// DATE-TIME]:t1,t2,…" or "EXDATE;VALUE=DATE:d1,d2,…". A local time in
+// the rule's own zone (no TZID, or the same one) is a wall time on the
 // floating wall clock, taken as it is written — never through time.Date,
 // which would move a time in a gap — so it matches the rule's occurrence
 // of the same wall time. A UTC time (…Z) or one in another zone is an
 // instant, kept as one: a wall time could not tell the two passes of a
 // repeated hour apart.
-func readDates(line string, zone *time.Location) (rdate bool, walls, instants []time.Time, err error) {
+func readDates(line string, zone *time.Location) (recurrenceDates, error) {
+	var d recurrenceDates
 	head, value, found := strings.Cut(line, ":")
 	if !found {
-		return false, nil, nil, fmt.Errorf("no value after the property name")
+		return d, fmt.Errorf("no value after the property name")
 	}
 	params := strings.Split(head, ";")
-	rdate = strings.EqualFold(params[0], "RDATE")
-	in := zone
+	d.rdate = strings.EqualFold(params[0], "RDATE")
+	in, tzid, dates := zone, false, false
 	for _, p := range params[1:] {
 		name, v, _ := strings.Cut(p, "=")
 		switch strings.ToUpper(name) {
 		case "TZID":
 			l, err := time.LoadLocation(strings.Trim(v, `"`))
 			if err != nil {
-				return false, nil, nil, fmt.Errorf("TZID %s is not a time zone of the zone database", v)
+				return d, fmt.Errorf("TZID %s is not a time zone of the zone database", v)
 			}
-			in = l
+			in, tzid = l, true
 		case "VALUE":
-			if !strings.EqualFold(v, "DATE-TIME") {
-				return false, nil, nil, fmt.Errorf("VALUE=%s is not supported (DATE-TIME is)", v)
+			switch {
+			case strings.EqualFold(v, "DATE-TIME"):
+				dates = false
+			case strings.EqualFold(v, "DATE") && !d.rdate:
+				dates = true
+			case strings.EqualFold(v, "DATE"):
+				return d, fmt.Errorf("VALUE=DATE is supported on EXDATE only (an RDATE needs a time of day: VALUE=DATE-TIME)")
+			default:
+				return d, fmt.Errorf("VALUE=%s is not supported (DATE-TIME is, and DATE on EXDATE)", v)
 			}
 		default:
-			return false, nil, nil, fmt.Errorf("parameter %s is not supported (TZID and VALUE=DATE-TIME are)", p)
+			return d, fmt.Errorf("parameter %s is not supported (TZID and VALUE=DATE-TIME are, and VALUE=DATE on EXDATE)", p)
 		}
 	}
+	if dates && tzid {
+		return d, fmt.Errorf("TZID does not apply to VALUE=DATE (RFC 5545 §3.2.19): a date is one of DTSTART's zone")
+	}
 	for _, v := range strings.Split(value, ",") {
-		local, utc := strings.CutSuffix(strings.TrimSpace(v), "Z")
+		v = strings.TrimSpace(v)
+		if dates {
+			t, err := time.Parse("20060102", v)
+			if err != nil {
+				return d, fmt.Errorf("%s is not a date such as 20260101", v)
+			}
+			d.days = append(d.days, dayOf(t.Unix()))
+			continue
+		}
+		local, utc := strings.CutSuffix(v, "Z")
 		t, err := time.Parse(rrule.LocalDateTimeFormat, local)
 		if err != nil {
-			return false, nil, nil, fmt.Errorf("%s is not a date and time such as 20260101T093000", v)
+			if _, err := time.Parse("20060102", v); err == nil && !d.rdate {
+				return d, fmt.Errorf("%s is not a date and time such as 20260101T093000 (a date alone needs VALUE=DATE)", v)
+			}
+			return d, fmt.Errorf("%s is not a date and time such as 20260101T093000", v)
 		}
 		switch {
 		case utc:
-			instants = append(instants, t)
+			d.instants = append(d.instants, t)
 		case in.String() != zone.String():
-			instants = append(instants, resolveRFC5545(t.Unix(), in))
+			d.instants = append(d.instants, resolveRFC5545(t.Unix(), in))
 		default:
-			walls = append(walls, t)
+			d.walls = append(d.walls, t)
 		}
 	}
-	return rdate, walls, instants, nil
+	return d, nil
 }
 
 // readDTStart returns DTSTART's zone (its TZID, UTC for a time ending in
@@ -235,11 +336,10 @@ type expansion struct {
 	// DTSTART written out (BYHOUR, BYMINUTE, BYSECOND, BYMONTHDAY, BYMONTH,
 	// BYDAY), so that the same rule from a later start has the same
 	// occurrences; its UNTIL is widened by untilSlack (until bounds it).
-	opt   rrule.ROption
-	full  *rrule.RRule // opt from DTSTART
-	until time.Time    // UNTIL, as an instant; zero: none
-	// exdates are the EXDATEs' wall times (Unix seconds).
-	exdates map[int64]bool
+	opt        rrule.ROption
+	full       *rrule.RRule // opt from DTSTART
+	until      time.Time    // UNTIL, as an instant; zero: none
+	exclusions              // the recurrence's EXDATEs
 }
 
 // rruleHorizon bounds the search for a rule's next occurrence, and for
@@ -254,13 +354,13 @@ const untilSlack = 2 * zone.MaxOffset
 
 // newExpansion reads an RRULE line of a rule starting at the wall time
 // start in loc.
-func newExpansion(line string, start time.Time, loc *time.Location, exdates map[int64]bool) (expansion, error) {
+func newExpansion(line string, start time.Time, loc *time.Location, ex exclusions) (expansion, error) {
 	opt, err := rrule.StrToROptionInLocation(line[len("RRULE:"):], loc)
 	if err != nil {
 		return expansion{}, err
 	}
 	opt.Dtstart = start
-	e := expansion{exdates: exdates}
+	e := expansion{exclusions: ex}
 	if !opt.Until.IsZero() {
 		e.until = readUntil(line, opt.Until, loc)
 		opt.Until = time.Unix(wallOf(e.until, loc)+untilSlack, 0).UTC()
@@ -560,10 +660,10 @@ func (r rruleSpec) next(e expansion, t time.Time, lo, hi int64) time.Time {
 				break
 			}
 		}
-		if e.exdates[w.Unix()] {
+		at := resolveRFC5545(w.Unix(), r.loc)
+		if e.excludesWall(w.Unix(), at) {
 			continue
 		}
-		at := resolveRFC5545(w.Unix(), r.loc)
 		if !e.until.IsZero() && at.After(e.until) {
 			continue
 		}
