@@ -185,7 +185,9 @@ WHERE t.ctid = h.ctid`
 	// where a row has no version: an item whose due time changed is not
 	// the one picked.
 	dueTxSQLite = `SELECT id, due FROM todolist_items WHERE list = ? AND id IN`
-	removeTxIDs = `DELETE FROM todolist_items WHERE list = ? AND id IN`
+	// conflictTxIDs sets the conflicting items of a transactional batch
+	// to run just past the cutoff, on SQLite: the next run, the list.
+	conflictTxIDs = `UPDATE todolist_items SET run_at = ? WHERE list = ? AND id IN`
 )
 
 // processTx is Process for a transactional batch action: batch after
@@ -430,7 +432,7 @@ func (p *Processor) settleTx(ctx context.Context, tx *sqlx.Tx, batch []claimed, 
 			ids, versions := idsAndVersions(done)
 			r, err = tx.ExecContext(ctx, removeTxPostgres, l.name, ids, versions)
 		} else {
-			r, err = p.exec(ctx, tx, removeTxIDs, idsOf(done), l.name)
+			r, err = p.exec(ctx, tx, removeIDs, idsOf(done), l.name)
 		}
 		if removed, err = rowsAffected(r, err); err != nil {
 			return fmt.Errorf("remove done items: %w", err)
@@ -443,7 +445,7 @@ func (p *Processor) settleTx(ctx context.Context, tx *sqlx.Tx, batch []claimed, 
 			ids, versions := idsAndVersions(conflicts)
 			_, err = tx.ExecContext(ctx, conflictTxPostgres, next, l.name, ids, versions)
 		} else {
-			_, err = p.exec(ctx, tx, `UPDATE todolist_items SET run_at = ? WHERE list = ? AND id IN`, idsOf(conflicts), next, l.name)
+			_, err = p.exec(ctx, tx, conflictTxIDs, idsOf(conflicts), next, l.name)
 		}
 		if err != nil {
 			return fmt.Errorf("set conflicting items to run again: %w", err)
