@@ -227,7 +227,14 @@ func (s *Store) appendMany(ctx context.Context, tx *sqlx.Tx, plan manyPlan) ([]A
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: append to %d streams: read versions: %w", n, err)
 	}
+	return s.appendAt(ctx, tx, plan, current)
+}
 
+// appendAt is appendMany once tx holds the turns of plan's streams and
+// current holds their versions, which it moves on past the events it
+// appends.
+func (s *Store) appendAt(ctx context.Context, tx *sqlx.Tx, plan manyPlan, current map[string]int64) ([]AppendOutcome, error) {
+	n := len(plan.entries)
 	at := sqldb.EncodeTime(s.clock.Now())
 	recordedAt := sqldb.DecodeTime(at)
 	outcomes := make([]AppendOutcome, n)
