@@ -52,9 +52,13 @@ type canceller struct {
 	// failed; they stand, but bus subscribers did not hear of them.
 	unpublished *unpublished
 
-	// beforeDecide, when set, runs after the order was loaded and before
-	// it decides, on the first attempt only: tests and the demo use it to
-	// land a payment exactly between the load and the append.
+	// beforeDecide, when set, runs for one order at a time: in cancel
+	// after the order was loaded and before it decides, on the first
+	// attempt only, so that tests and the demo land a payment exactly
+	// between the load and the append; in cancelBatch before the batch
+	// takes the orders' turns, at every attempt, so that tests hold or
+	// let go of a turn the batch then finds busy or free (from the load
+	// to the append no writer gets in there).
 	beforeDecide func(ctx context.Context, orderID string) error
 }
 
@@ -70,28 +74,27 @@ func newCanceller(store *eventstore.Store, clock clockwork.Clock, unpublished *u
 
 // HandleCancelOrders is [HandleCancelOrder] deciding due orders a batch
 // at a time, each batch in one transaction (a todolist.TxBatchAction):
-// the transaction that takes the batch from pending loads its orders in
-// one query, lets each decide as it would alone, appends all the
-// cancellations, each order's with the version it loaded (eventstore's
-// AppendManyTx), applies the removals from the list that
-// [NewPendingOrders] derives from them, when the store applies it in its
-// append transaction through [InTransaction], in a statement or two, and
-// records the batch's outcomes: one commit a batch, and the cancellations
-// and the list's removals commit together or not at all. The
-// cancellations are published once that commit is done; a batch whose
-// transaction fails publishes nothing, and its orders stay due.
+// the transaction that takes the batch from pending takes its orders'
+// turns and loads them (eventstore's TakeTurnsTx), lets each decide as it
+// would alone, appends all the cancellations, each order's with the
+// version it loaded (Turns.AppendMany), applies the removals from the list
+// that [NewPendingOrders] derives from them, when the store applies it in
+// its append transaction through [InTransaction], in a statement or two,
+// and records the batch's outcomes: one commit a batch, and the
+// cancellations and the list's removals commit together or not at all.
+// The cancellations are published once that commit is done; a batch
+// whose transaction fails publishes nothing, and its orders stay due.
 //
-// A version conflict on one order fails none of the others: only the
-// orders that conflicted are reloaded and decided again, up to three
-// times in the tick, then left to the next tick. So is an order whose
-// stream another writer is appending to at that moment: rather than wait
-// for that writer, which may be waiting for the order's to-do item the
-// batch holds, the batch leaves it for a moment, then for the next tick.
-// On SQLite the transaction holds the database's write lock from the
-// start, so no other writer can come between the load and the append: a
-// payment made meanwhile waits for the batch, and finds the order
-// cancelled. It is what a [System] uses unless Config.PerOrderTimeouts
-// is set.
+// The turns are taken before the load, so no writer that takes its turn
+// comes between an order's load and its cancellation, on either backend:
+// a payment made meanwhile waits for the batch, and finds the order
+// cancelled (on SQLite the transaction's write lock does the same). An
+// order whose stream another writer is appending to when the batch takes
+// the turns is not waited for — that writer may be waiting for the
+// order's to-do item, which the batch holds — but left for a moment and
+// tried again, with the others that conflicted, up to three times in the
+// tick, then left to the next tick; the rest of the batch goes ahead.
+// It is what a [System] uses unless Config.PerOrderTimeouts is set.
 func HandleCancelOrders(store *eventstore.Store, pending *todolist.List, clock clockwork.Clock, opts ...todolist.ProcessorOption) (func(context.Context, tick.MinuteHasPassed) error, error) {
 	c, err := newCanceller(store, clock, &unpublished{logger: slog.Default()})
 	if err != nil {
@@ -154,9 +157,10 @@ func (c *canceller) cancel(ctx context.Context, item todolist.Item) error {
 }
 
 // cancelBatch is the to-do list batch action for a batch of due orders,
-// in tx, the batch's transaction: load them all, let each decide, append
-// every cancellation; reload and decide again the orders whose append
-// conflicted or whose stream was busy, up to conflictRetries times; then
+// in tx, the batch's transaction: take their turns and load them all, let
+// each decide, append every cancellation; take, reload and decide again
+// the orders whose stream was busy or whose append conflicted, up to
+// conflictRetries times; then
 // apply the list's removals, and leave publishing and counting to after
 // the commit.
 func (c *canceller) cancelBatch(ctx context.Context, tx *sqlx.Tx, items []todolist.Item) ([]error, error) {
@@ -170,30 +174,51 @@ func (c *canceller) cancelBatch(ctx context.Context, tx *sqlx.Tx, items []todoli
 	var published []eventstore.AppendOutcome
 	d := &deferred{}
 	for attempt := 1; len(left) > 0; attempt++ {
-		streams := make([]string, len(left))
-		for j, i := range left {
-			streams[j] = StreamOf(items[i].ID)
-		}
-		// In tx: reading on another connection would need one more from
-		// the pool, which may have none to give while tx holds one.
-		loaded, err := c.store.LoadManyTx(ctx, tx, streams)
-		if err != nil {
-			return nil, fmt.Errorf("ordering: time out %d orders: %w", len(left), err)
-		}
-		now := c.clock.Now()
-		batch := make([]eventstore.StreamAppend, 0, len(left))
-		deciding := make([]int, 0, len(left)) // the item of each entry of batch
-		for j, i := range left {
-			var o Order
-			var version int64
-			for _, r := range loaded[streams[j]] {
-				o, version = Evolve(o, r.Event), r.Version
-			}
-			if attempt == 1 && c.beforeDecide != nil {
+		if c.beforeDecide != nil {
+			kept := left[:0]
+			for _, i := range left {
 				if err := c.beforeDecide(ctx, items[i].ID); err != nil {
 					outcomes[i] = fmt.Errorf("ordering: time out order %s: %w", items[i].ID, err)
 					continue
 				}
+				kept = append(kept, i)
+			}
+			left = kept
+		}
+		streams := make([]string, len(left))
+		for j, i := range left {
+			streams[j] = StreamOf(items[i].ID)
+		}
+		// The turns first, then the orders, in tx: what is loaded stays
+		// where the orders stand until the batch appends, so the append
+		// reads no version again. An order whose stream another writer
+		// holds is left for later rather than waited for: that writer
+		// may be waiting for the order's to-do item, which tx holds —
+		// completing or cancelling the order removes it — and waiting
+		// for it would be a deadlock. In tx: reading on another
+		// connection would need one more from the pool, which may have
+		// none to give while tx holds one.
+		turns, err := c.store.TakeTurnsTx(ctx, tx, streams)
+		if err != nil {
+			return nil, fmt.Errorf("ordering: time out %d orders: %w", len(left), err)
+		}
+		isBusy := make(map[string]bool, len(turns.Busy()))
+		for _, stream := range turns.Busy() {
+			isBusy[stream] = true
+		}
+		now := c.clock.Now()
+		batch := make([]eventstore.StreamAppend, 0, len(left))
+		deciding := make([]int, 0, len(left)) // the item of each entry of batch
+		var busy []int
+		for j, i := range left {
+			if isBusy[streams[j]] {
+				busy = append(busy, i)
+				continue
+			}
+			var o Order
+			var version int64
+			for _, r := range turns.Events(streams[j]) {
+				o, version = Evolve(o, r.Event), r.Version
 			}
 			events := o.TimeOut(now)
 			if len(events) == 0 {
@@ -203,21 +228,17 @@ func (c *canceller) cancelBatch(ctx context.Context, tx *sqlx.Tx, items []todoli
 			batch = append(batch, eventstore.StreamAppend{Stream: streams[j], Expected: eventstore.Exact(version), Events: events})
 			deciding = append(deciding, i)
 		}
-		if len(batch) == 0 {
+		if len(batch) == 0 && len(busy) == 0 {
 			break
 		}
-		ready, readyItems, busy, err := c.takeTurns(ctx, tx, batch, deciding)
+		appended, err := turns.AppendMany(withDeferred(ctx, d), batch)
 		if err != nil {
 			return nil, fmt.Errorf("ordering: time out %d orders: %w", len(batch), err)
-		}
-		appended, err := c.store.AppendManyTx(withDeferred(ctx, d), tx, ready)
-		if err != nil {
-			return nil, fmt.Errorf("ordering: time out %d orders: %w", len(ready), err)
 		}
 		left = left[:0]
 		retry := attempt <= conflictRetries && ctx.Err() == nil
 		for j, o := range appended {
-			i := readyItems[j]
+			i := deciding[j]
 			switch {
 			case o.Conflict == nil:
 				timedOut++
@@ -264,36 +285,6 @@ func (c *canceller) cancelBatch(ctx context.Context, tx *sqlx.Tx, items []todoli
 		}
 	})
 	return outcomes, nil
-}
-
-// takeTurns takes in tx the turns of batch's streams that no other
-// transaction holds, without waiting for the others (eventstore's
-// TryTurnsTx): the appender holding one may be waiting for the order's
-// to-do item, which tx holds — completing or cancelling the order removes
-// it — and waiting for it would be a deadlock. It returns the entries
-// whose turns tx holds and their items, and the items of the others.
-func (c *canceller) takeTurns(ctx context.Context, tx *sqlx.Tx, batch []eventstore.StreamAppend, items []int) (ready []eventstore.StreamAppend, readyItems, busy []int, err error) {
-	streams := make([]string, len(batch))
-	for j, entry := range batch {
-		streams[j] = entry.Stream
-	}
-	taken, err := c.store.TryTurnsTx(ctx, tx, streams)
-	if err != nil || len(taken) == 0 {
-		return batch, items, nil, err
-	}
-	isBusy := make(map[string]bool, len(taken))
-	for _, s := range taken {
-		isBusy[s] = true
-	}
-	ready, readyItems = make([]eventstore.StreamAppend, 0, len(batch)), make([]int, 0, len(batch))
-	for j, entry := range batch {
-		if isBusy[entry.Stream] {
-			busy = append(busy, items[j])
-			continue
-		}
-		ready, readyItems = append(ready, entry), append(readyItems, items[j])
-	}
-	return ready, readyItems, busy, nil
 }
 
 // busyError is an order whose stream another writer was appending to at

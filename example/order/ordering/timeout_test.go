@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/passage-of-time/passage/eventstore"
 	"github.com/passage-of-time/passage/example/order/ordering"
 	"github.com/passage-of-time/passage/internal/sqldbtest"
 	"github.com/passage-of-time/passage/tick"
@@ -161,12 +163,13 @@ func TestTickerDownForAnHourCatchesUpAndCancelsEachTimedOutOrderOnce(t *testing.
 	})
 }
 
-// A payment lands on one order of a batch between the batch's load and its
-// append: that order's append conflicts and it alone is decided again —
-// paid, it is not cancelled — while the others of the batch are cancelled
-// in the same transaction. The per-order path decides the same. On SQLite
-// no payment can land there in a batch: its transaction holds the
-// database's write lock from before the load, and a payment waits for it.
+// A payment races one order's timeout: per order, it lands between the
+// load and the append, and that append conflicts; in a batch, which holds
+// its orders' turns from the load to the append, the payment is under way
+// when the batch takes the turns, so that order is busy. Either way that
+// order alone is decided again — paid, it is not cancelled — while the
+// others are cancelled. On SQLite no payment is under way during a batch:
+// its transaction holds the database's write lock, and a payment waits.
 func TestAPaymentRacingOneOrderOfABatchFailsNoneOfTheOthers(t *testing.T) {
 	t.Parallel()
 	for _, mode := range timeoutModes {
@@ -174,7 +177,7 @@ func TestAPaymentRacingOneOrderOfABatchFailsNoneOfTheOthers(t *testing.T) {
 			t.Parallel()
 			forEachBackend(t, func(t *testing.T, backend sqldbtest.Backend) {
 				if backend.Name == "sqlite" && !mode.cfg.PerOrderTimeouts {
-					t.Skip("a batch's transaction holds SQLite's write lock: no payment can come between its load and its append")
+					t.Skip("a batch's transaction holds SQLite's write lock: no payment can be under way during it")
 				}
 				e := setupWith(t, backend, mode.cfg)
 				var ids []string
@@ -183,18 +186,46 @@ func TestAPaymentRacingOneOrderOfABatchFailsNoneOfTheOthers(t *testing.T) {
 				}
 				racing := ids[2]
 				raced := 0
-				ordering.SetBeforeDecide(e.sys, func(ctx context.Context, orderID string) error {
-					if orderID != racing {
-						return nil
-					}
-					raced++
-					_, err := e.sys.Pay(ctx, orderID, 2500)
-					return err
-				})
+				var busyAt, retriedAt time.Time // batch only
+				if mode.cfg.PerOrderTimeouts {
+					// Between the load and the append.
+					ordering.SetBeforeDecide(e.sys, func(ctx context.Context, orderID string) error {
+						if orderID != racing {
+							return nil
+						}
+						raced++
+						_, err := e.sys.Pay(ctx, orderID, 2500)
+						return err
+					})
+				} else {
+					// A batch holds its orders' turns from the load to the
+					// append: the payment is under way when the batch takes
+					// the turns, and commits before it tries again.
+					var paying *sqlx.Tx
+					ordering.SetBeforeDecide(e.sys, func(ctx context.Context, orderID string) error {
+						if orderID != racing {
+							return nil
+						}
+						if paying != nil {
+							retriedAt = e.clock.Now()
+							return paying.Commit()
+						}
+						busyAt = e.clock.Now()
+						raced++
+						var err error
+						if paying, err = e.db.BeginTxx(ctx, nil); err != nil {
+							return err
+						}
+						_, err = e.sys.Store().AppendTx(ctx, paying, ordering.StreamOf(orderID), eventstore.Exact(1),
+							ordering.OrderPaymentRecorded{OrderID: orderID, Amount: 2500, RecordedAt: e.clock.Now()})
+						return err
+					})
+				}
 
 				e.pass(t, 3*time.Minute)
 
 				require.Equal(t, 1, raced)
+				require.Equal(t, busyAt, retriedAt, "a batch tries a busy order again in the same tick")
 				for _, id := range ids {
 					o, err := e.sys.Order(context.Background(), id)
 					require.NoError(t, err)

@@ -137,10 +137,12 @@ func TestClientCancellingDuringABatchNeitherWaitsForItNorFails(t *testing.T) {
 	}
 	racing := ids[1]
 	cancelled := make(chan error, 1)
+	started := false
 	ordering.SetBeforeDecide(e.sys, func(ctx context.Context, orderID string) error {
-		if orderID != racing {
+		if orderID != racing || started {
 			return nil
 		}
+		started = true
 		go func() {
 			_, err := e.sys.Cancel(context.Background(), orderID, "changed my mind")
 			cancelled <- err
