@@ -97,7 +97,7 @@ func ReadSchedules(ctx context.Context, q Querier) ([]Stored, error) {
 	out := make([]Stored, len(rows))
 	for i, r := range rows {
 		s := Stored{
-			State:   State{Name: r.Name, Spec: r.Spec, Command: r.Command, Paused: r.Paused != 0, Runs: r.Runs, Skipped: r.Skipped},
+			State:   stateOf(r),
 			Zone:    zoneOf(r.Spec),
 			MaxRuns: r.MaxRuns, CatchUp: r.CatchUp, Open: openBy[r.Name],
 		}

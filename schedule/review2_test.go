@@ -99,6 +99,8 @@ func TestFinishRespectsJitter(t *testing.T) {
 				require.NoError(t, err)
 				require.Zero(t, states[0].Skipped)
 				require.True(t, states[0].Next.Equal(start.Add(3*time.Hour)), "%s", states[0].Next)
+				require.Equal(t, 50*time.Minute, states[0].Jitter)
+				require.Equal(t, overlap, states[0].Overlap)
 			})
 		}
 	}

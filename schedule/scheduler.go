@@ -887,6 +887,15 @@ type State struct {
 	Runs, Skipped int64
 	// Next is its next slot, zero when paused or ended.
 	Next time.Time
+	// Jitter and Overlap are its definition's.
+	Jitter  time.Duration
+	Overlap Overlap
+}
+
+// stateOf is what List and Inspect report of a schedule's row.
+func stateOf(r state) State {
+	return State{Name: r.Name, Spec: r.Spec, Command: r.Command, Paused: r.Paused != 0, Runs: r.Runs, Skipped: r.Skipped,
+		Jitter: time.Duration(r.Jitter), Overlap: parseOverlap(r.Overlap)}
 }
 
 // List returns every stored schedule, by name.
@@ -897,7 +906,7 @@ func (s *Scheduler) List(ctx context.Context) ([]State, error) {
 	}
 	out := make([]State, len(rows))
 	for i, r := range rows {
-		out[i] = State{Name: r.Name, Spec: r.Spec, Command: r.Command, Paused: r.Paused != 0, Runs: r.Runs, Skipped: r.Skipped}
+		out[i] = stateOf(r)
 		if r.NextSlot != 0 {
 			out[i].Next = sqldb.DecodeTime(r.NextSlot)
 		}
