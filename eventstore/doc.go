@@ -29,7 +29,11 @@
 // conflicted ones. It checks every version in one statement and inserts
 // the events in one, tens of times faster than an Append per stream
 // (BenchmarkAppendMany); [Store.AppendManyTx] does it in the caller's
-// transaction.
+// transaction. A transaction deciding a batch of aggregates takes their
+// turns and loads them in one go with [Store.TakeTurnsTx]: then
+// [Turns.AppendMany] checks the expected versions against what was loaded,
+// with no statement to read them again, and no writer that takes its turn
+// comes between the load and the append.
 //
 // [Update] is the aggregate workflow: load the stream, fold it into a state,
 // let a decision return new events (or none), append them expecting the
