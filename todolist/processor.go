@@ -336,7 +336,7 @@ func (p *Processor) claimRows(ctx context.Context, args []any, leaseEnd time.Tim
 		return nil, err
 	}
 	defer rows.Close()
-	batch := make([]claimed, 0, limit)
+	batch := make([]claimed, 0, min(limit, batchPrealloc))
 	for rows.Next() {
 		it := claimed{Item: Item{NextAttempt: leaseEnd, Claimed: true}}
 		var due int64
@@ -369,7 +369,7 @@ func (p *Processor) claimRowsPostgres(ctx context.Context, args []any, leaseEnd 
 			return err
 		}
 		defer rows.Close()
-		batch = make([]claimed, 0, limit)
+		batch = make([]claimed, 0, min(limit, batchPrealloc))
 		var (
 			id, lastError string
 			due           int64

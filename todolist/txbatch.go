@@ -322,6 +322,12 @@ func ignoreDone(err error) error {
 	return err
 }
 
+// batchPrealloc is the room a batch's slice starts with, growing past it
+// as rows come: a tick usually finds a few items due, and a slice of the
+// whole batch size (1,000 items, 115 KB) made at every tick was three
+// quarters of what a tick of the order example allocated.
+const batchPrealloc = 64
+
 // pickTx reads a batch in tx, earliest due first, then by ID.
 func (p *Processor) pickTx(ctx context.Context, tx *sqlx.Tx, cutoff time.Time, limit int) ([]claimed, error) {
 	l := p.list
@@ -335,7 +341,7 @@ func (p *Processor) pickTx(ctx context.Context, tx *sqlx.Tx, cutoff time.Time, l
 		return nil, err
 	}
 	defer rows.Close()
-	batch := make([]claimed, 0, limit)
+	batch := make([]claimed, 0, min(limit, batchPrealloc))
 	for rows.Next() {
 		var it claimed
 		var due, version int64
