@@ -160,9 +160,8 @@ func (c *canceller) cancel(ctx context.Context, item todolist.Item) error {
 // in tx, the batch's transaction: take their turns and load them all, let
 // each decide, append every cancellation; take, reload and decide again
 // the orders whose stream was busy or whose append conflicted, up to
-// conflictRetries times; then
-// apply the list's removals, and leave publishing and counting to after
-// the commit.
+// conflictRetries times; then apply the list's removals, and leave
+// publishing and counting to after the commit.
 func (c *canceller) cancelBatch(ctx context.Context, tx *sqlx.Tx, items []todolist.Item) ([]error, error) {
 	outcomes := make([]error, len(items))
 	left := make([]int, len(items)) // the items still to decide
