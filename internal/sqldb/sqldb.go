@@ -139,6 +139,10 @@ func sqliteOptions(dsn string) (string, error) {
 		"_txlock": "immediate",
 		// Negative: KiB, not pages.
 		"_cache_size": "-65536",
+		// Prepared statements kept per connection, keyed by their text:
+		// preparing a statement costs SQLite a parse and a plan, a quarter
+		// of a tick's work in the order example.
+		"_stmt_cache_size": "128",
 	}
 	if !isMemory(dsn) {
 		defaults["_journal_mode"] = "WAL"
