@@ -61,7 +61,8 @@
 //     SlotsSkipped, never silent.
 //   - Pause, Resume, Trigger (a run now, outside the plan, with its own
 //     id) and Delete change a schedule in one transaction each; Backfill
-//     runs the slots of a range that have no run yet.
+//     runs the slots of a range that have no run yet; PruneRuns deletes
+//     the runs recorded before a time, which nothing else does.
 //   - A handler hands its command over inside the firing transaction and
 //     returns; one that hands it to work that goes on returns
 //     ErrStillRunning, and Finish closes the run later. While a run is

@@ -19,6 +19,7 @@ func scheduleCommands() []command {
 		{"trigger", "run a schedule now, outside its plan, publishing the run like \"ticker run\"", scheduleTriggerCommand, graceOther},
 		{"backfill", "run the slots of a past range that have no run yet, publishing each run like \"ticker run\"", scheduleBackfillCommand, graceOther},
 		{"delete", "remove a schedule (its recorded runs stay)", scheduleChangeCommand("delete", "deleted", (*schedule.Scheduler).Delete), graceOther},
+		{"prune", "delete the finished runs of every schedule whose slot is before a time (nothing else does)", schedulePruneCommand, graceOther},
 	}
 }
 

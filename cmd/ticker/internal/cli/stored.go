@@ -366,9 +366,20 @@ func namedSchedule(fs *flagSet, args []string) (string, error) {
 }
 
 // changeSchedule opens the schedules of dsn for a command on the schedule
-// name, first making sure, read-only, that the database has them: a
-// mistyped --db must not leave a new database or new tables behind.
+// name (see withSchedules).
 func changeSchedule(ctx context.Context, env Env, dsn, name string, handler schedule.Handler, change func(*schedule.Scheduler) error) error {
+	err := withSchedules(ctx, env, dsn, fmt.Sprintf("no schedule named %q: ", name), handler, change)
+	if errors.Is(err, schedule.ErrUnknownSchedule) {
+		return fmt.Errorf("no schedule named %q in %s (see \"ticker schedule list\")", name, redact(dsn))
+	}
+	return err
+}
+
+// withSchedules opens the schedules of dsn for a command, first making
+// sure, read-only, that the database has them: a mistyped --db must not
+// leave a new database or new tables behind. A database without them is
+// an error wrapping errNoSchedules, prefix first.
+func withSchedules(ctx context.Context, env Env, dsn, prefix string, handler schedule.Handler, f func(*schedule.Scheduler) error) error {
 	ro, err := openReadOnly(ctx, dsn)
 	if err != nil {
 		return err
@@ -379,7 +390,7 @@ func changeSchedule(ctx context.Context, env Env, dsn, name string, handler sche
 		return fmt.Errorf("read %s: %w", redact(dsn), err)
 	}
 	if !tables[scheduleTable] {
-		return fmt.Errorf("no schedule named %q: --db %s: %w", name, redact(dsn), errNoSchedules)
+		return fmt.Errorf("%s--db %s: %w", prefix, redact(dsn), errNoSchedules)
 	}
 	db, err := openDB(ctx, dsn)
 	if err != nil {
@@ -390,11 +401,48 @@ func changeSchedule(ctx context.Context, env Env, dsn, name string, handler sche
 	if err != nil {
 		return err
 	}
-	err = change(s)
-	if errors.Is(err, schedule.ErrUnknownSchedule) {
-		return fmt.Errorf("no schedule named %q in %s (see \"ticker schedule list\")", name, redact(dsn))
+	return f(s)
+}
+
+func schedulePruneCommand(ctx context.Context, env Env, args []string) error {
+	fs := newFlagSet(env, "schedule prune", "[--db passage.db] --older-than 720h | --before T [--tz ZONE]")
+	dsn := fs.String("db", "passage.db", "SQLite file or postgres:// DSN holding the schedules")
+	olderThan := fs.Duration("older-than", 0, "delete the finished runs whose slot is older than this, e.g. 720h for 30 days")
+	before := fs.String("before", "", "delete the finished runs whose slot is before this time: "+timeRule)
+	tz := fs.String("tz", "UTC", "IANA time zone of a local --before, and of the summary")
+	if err := parse(fs, args); err != nil {
+		return err
 	}
-	return err
+	loc, err := loadLocation(*tz)
+	if err != nil {
+		return err
+	}
+	now := env.clock().Now()
+	var cutoff time.Time
+	switch {
+	case (*olderThan == 0) == (*before == ""):
+		return usagef("give exactly one of --older-than and --before: the finished runs whose slot is before it are deleted")
+	case *before != "":
+		if cutoff, err = parseTime("before", *before, loc); err != nil {
+			return err
+		}
+		if cutoff.After(now) {
+			return usagef("--before %s is in the future (now is %s)", tick.FormatTime(cutoff), tick.FormatTime(now.In(loc)))
+		}
+	case *olderThan < 0:
+		return usagef("--older-than %s: must be positive", *olderThan)
+	default:
+		cutoff = now.Add(-*olderThan)
+	}
+	return withSchedules(ctx, env, *dsn, "", refuseRuns, func(s *schedule.Scheduler) error {
+		n, err := s.PruneRuns(ctx, cutoff)
+		if err != nil {
+			// What was deleted before the failure stays deleted.
+			return fmt.Errorf("%w (%s deleted before it)", err, plural(int(n), "run", "runs"))
+		}
+		fmt.Fprintf(env.Stdout, "pruned %s with a slot before %s\n", plural(int(n), "run", "runs"), tick.FormatTime(cutoff.In(loc)))
+		return nil
+	})
 }
 
 // scheduleChangeCommand is pause, resume or delete.

@@ -337,6 +337,13 @@ func TestScheduleCommandFlagErrors(t *testing.T) {
 		{[]string{"schedule", "resume", "poll", "--nonsense"}, "-nonsense"},
 		{[]string{"schedule", "trigger", "--db", db, "--webhook", "ftp://example.com/x", "poll"}, `--webhook "ftp://example.com/x"`},
 		{[]string{"schedule", "list", "--db", db, "--tz", "Nowhere"}, `--tz "Nowhere"`},
+		{[]string{"schedule", "prune", "--db", db}, "give exactly one of --older-than and --before"},
+		{[]string{"schedule", "prune", "--db", db, "--older-than", "720h", "--before", "2026-01-01"}, "give exactly one of --older-than and --before"},
+		{[]string{"schedule", "prune", "--db", db, "--older-than", "-1h"}, "--older-than -1h0m0s: must be positive"},
+		{[]string{"schedule", "prune", "--db", db, "--older-than", "30"}, `invalid value "30" for flag -older-than`},
+		{[]string{"schedule", "prune", "--db", db, "--before", "2999-01-01"}, "--before 2999-01-01T00:00:00Z is in the future (now is "},
+		{[]string{"schedule", "prune", "--db", db, "--before", "last week"}, `--before "last week": not a time`},
+		{[]string{"schedule", "prune", "--db", db, "--older-than", "1h", "poll"}, `unexpected argument "poll"`},
 		{[]string{"run", "--db", db, "--schedules=maybe"}, "-schedules"},
 	} {
 		r := run(t, nil, nil, c.args...)
@@ -348,7 +355,7 @@ func TestScheduleCommandFlagErrors(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist, "a flag error creates no database")
 }
 
-// list, pause, resume, trigger and delete only read a database that holds
+// list, pause, resume, trigger, delete, backfill and prune only read a database that holds
 // no schedules: they say so and create nothing.
 func TestScheduleCommandsOnADatabaseWithoutSchedulesCreateNothing(t *testing.T) {
 	t.Parallel()
@@ -369,6 +376,10 @@ func TestScheduleCommandsOnADatabaseWithoutSchedulesCreateNothing(t *testing.T) 
 	r := run(t, clock, nil, "schedule", "backfill", "--db", db, "--from", "2026-11-21", "--to", "2026-11-21T12:00", "poll")
 	require.Equal(t, cli.ExitError, r.code, r.stderr)
 	require.Contains(t, r.stderr, `ticker schedule: backfill: no schedule named "poll": --db `)
+	r = run(t, clock, nil, "schedule", "prune", "--db", db, "--older-than", "720h")
+	require.Equal(t, cli.ExitError, r.code, r.stderr)
+	require.Contains(t, r.stderr, "ticker schedule: prune: --db ")
+	require.Contains(t, r.stderr, "no schedules: the database has no schedule tables")
 	require.Equal(t, tables, sqliteTables(t, db), "no table was created")
 
 	missing := filepath.Join(dir, "typo.db")
@@ -688,4 +699,33 @@ func TestScheduleBackfillStopsAtARefusedRun(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []string{"poll@2026-11-21T11:10:00Z", "poll@2026-11-21T11:20:00Z", "poll@2026-11-21T11:30:00Z"}, got)
+}
+
+// prune deletes the recorded runs whose slot is before --before, or older
+// than --older-than; a pruned slot is forgotten, so a backfill over it
+// runs it again.
+func TestSchedulePruneDeletesRunsBeforeATime(t *testing.T) {
+	t.Parallel()
+	for engine, db := range databases(t) {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			clock := clockwork.NewFakeClockAt(start) // 12:00:30
+			sched := func(args ...string) result {
+				return run(t, clock, nil, append([]string{"schedule", args[0], "--db", db}, args[1:]...)...)
+			}
+			ok(t, sched("add", "--name", "poll", "--spec", "@every 10m", "--command", "poll-inbox"))
+			backfill := func() map[string]int {
+				return slotIDs(pickRuns(t, ok(t, sched("backfill", "poll", "--from", "2026-11-21T10:55:00Z", "--to", "2026-11-21T11:30:00Z")), false))
+			}
+			require.Len(t, backfill(), 4, "11:00, 11:10, 11:20, 11:30")
+
+			pruned := sched("prune", "--before", "2026-11-21T12:15", "--tz", "Europe/Warsaw")
+			require.Equal(t, "pruned 2 runs with a slot before 2026-11-21T12:15:00+01:00\n", ok(t, pruned))
+			require.Equal(t, map[string]int{"poll@2026-11-21T11:00:00Z": 1, "poll@2026-11-21T11:10:00Z": 1}, backfill(), "the pruned slots, forgotten, run again")
+
+			// 12:00:30 less an hour: the run of 11:00 only.
+			require.Equal(t, "pruned 1 run with a slot before 2026-11-21T11:00:30Z\n", ok(t, sched("prune", "--older-than", "1h")))
+			require.Equal(t, "pruned 0 runs with a slot before 2026-11-21T11:00:30Z\n", ok(t, sched("prune", "--older-than", "1h")))
+		})
+	}
 }
