@@ -1,7 +1,6 @@
 package todolist
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -142,7 +141,14 @@ type manyRows struct {
 // due time moves an item. (A single statement must not touch one row
 // twice anyway: PostgreSQL refuses it.)
 func (l *List) prepareMany(items []NewItem) (manyRows, error) {
-	sorted := make([]NewItem, len(items))
+	// Sorted as (ID, encoded due) pairs rather than as NewItems: a third
+	// of the bytes to move, and one string comparison a step where
+	// cmp.Compare makes two — the sort was a tenth of AddMany's time.
+	type row struct {
+		id  string
+		due int64
+	}
+	sorted := make([]row, len(items))
 	for i, it := range items {
 		if err := validateID(it.ID); err != nil {
 			return manyRows{}, fmt.Errorf("todolist: add %d items to %q: item %d: %w", len(items), l.name, i, err)
@@ -150,18 +156,17 @@ func (l *List) prepareMany(items []NewItem) (manyRows, error) {
 		if err := validateTime("due time", it.Due); err != nil {
 			return manyRows{}, fmt.Errorf("todolist: add %d items to %q: item %d (%q): %w", len(items), l.name, i, it.ID, err)
 		}
-		sorted[i] = it
+		sorted[i] = row{it.ID, sqldb.EncodeTime(it.Due)}
 	}
-	slices.SortFunc(sorted, func(a, b NewItem) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(sorted, func(a, b row) int { return strings.Compare(a.id, b.id) })
 	rows := manyRows{ids: make([]string, 0, len(sorted)), dues: make([]int64, 0, len(sorted))}
-	for _, it := range sorted {
-		due := sqldb.EncodeTime(it.Due)
-		if n := len(rows.ids); n > 0 && rows.ids[n-1] == it.ID {
-			rows.dues[n-1] = max(rows.dues[n-1], due)
+	for _, r := range sorted {
+		if n := len(rows.ids); n > 0 && rows.ids[n-1] == r.id {
+			rows.dues[n-1] = max(rows.dues[n-1], r.due)
 			continue
 		}
-		rows.ids = append(rows.ids, it.ID)
-		rows.dues = append(rows.dues, due)
+		rows.ids = append(rows.ids, r.id)
+		rows.dues = append(rows.dues, r.due)
 	}
 	return rows, nil
 }
