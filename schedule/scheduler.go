@@ -1023,8 +1023,10 @@ const maxBackfill = 10_000
 // fact, or slots a catch-up policy skipped. Slots already run are left
 // alone, so backfilling twice runs nothing twice. It does not move the
 // plan, and its runs do not count toward MaxRuns. Slots after the
-// schedule's Until are not its slots and are not run. to must not be in
-// the future; at most 10,000 slots. It returns the runs it made.
+// schedule's Until are not its slots and are not run. Like Trigger, it is
+// asked for by name: a paused schedule's slots are run too, and it stays
+// paused. to must not be in the future; at most 10,000 slots. It returns
+// the runs it made.
 func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Time) ([]Run, error) {
 	if to.After(s.clock.Now()) {
 		return nil, fmt.Errorf("schedule: backfill %q: %s is in the future", name, tick.FormatTime(to))
