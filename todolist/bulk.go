@@ -141,8 +141,8 @@ type manyRows struct {
 // due time moves an item. (A single statement must not touch one row
 // twice anyway: PostgreSQL refuses it.)
 func (l *List) prepareMany(items []NewItem) (manyRows, error) {
-	// Sorted as (ID, encoded due) pairs rather than as NewItems: a third
-	// of the bytes to move, and one string comparison a step where
+	// Sorted as (ID, encoded due) pairs rather than as NewItems: 24 bytes
+	// to move a swap instead of 40, and one string comparison a step where
 	// cmp.Compare makes two — the sort was a tenth of AddMany's time.
 	type row struct {
 		id  string
