@@ -128,9 +128,7 @@ func TestStoredSchedulesFireThroughRun(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			clock := clockwork.NewFakeClockAt(start) // 12:00:30 UTC
-			sched := func(args ...string) result {
-				return run(t, clock, nil, append([]string{"schedule", args[0], "--db", db}, args[1:]...)...)
-			}
+			sched := scheduleOn(t, clock, db)
 			require.Equal(t, "added poll: next slot 2026-11-21T12:02:00Z\n",
 				ok(t, sched("add", "--name", "poll", "--spec", "@every 2m", "--command", "poll-inbox", "--payload", `{"box": "orders", "max": 50}`)))
 			rule := `DTSTART;TZID=Europe/Warsaw:20261121T130300\nRRULE:FREQ=MINUTELY;INTERVAL=3`
@@ -617,9 +615,7 @@ func TestScheduleBackfillPublishesEachRun(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			clock := clockwork.NewFakeClockAt(start) // 12:00:30
-			sched := func(args ...string) result {
-				return run(t, clock, nil, append([]string{"schedule", args[0], "--db", db}, args[1:]...)...)
-			}
+			sched := scheduleOn(t, clock, db)
 			ok(t, sched("add", "--name", "poll", "--spec", "@every 10m", "--command", "poll-inbox", "--payload", `{"box": "orders"}`, "--jitter", "5m"))
 
 			b := sched("backfill", "poll", "--from", "2026-11-21T10:55:00Z", "--to", "2026-11-21T11:30:00Z")
@@ -710,9 +706,7 @@ func TestSchedulePruneDeletesRunsBeforeATime(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			clock := clockwork.NewFakeClockAt(start) // 12:00:30
-			sched := func(args ...string) result {
-				return run(t, clock, nil, append([]string{"schedule", args[0], "--db", db}, args[1:]...)...)
-			}
+			sched := scheduleOn(t, clock, db)
 			ok(t, sched("add", "--name", "poll", "--spec", "@every 10m", "--command", "poll-inbox"))
 			backfill := func() map[string]int {
 				return slotIDs(pickRuns(t, ok(t, sched("backfill", "poll", "--from", "2026-11-21T10:55:00Z", "--to", "2026-11-21T11:30:00Z")), false))
@@ -727,5 +721,13 @@ func TestSchedulePruneDeletesRunsBeforeATime(t *testing.T) {
 			require.Equal(t, "pruned 1 run with a slot before 2026-11-21T11:00:30Z\n", ok(t, sched("prune", "--older-than", "1h")))
 			require.Equal(t, "pruned 0 runs with a slot before 2026-11-21T11:00:30Z\n", ok(t, sched("prune", "--older-than", "1h")))
 		})
+	}
+}
+
+// scheduleOn returns a runner of "ticker schedule VERB --db db ARGS…" on
+// clock: the subcommand first, then the database, then the rest.
+func scheduleOn(t *testing.T, clock clockwork.Clock, db string) func(args ...string) result {
+	return func(args ...string) result {
+		return run(t, clock, nil, append([]string{"schedule", args[0], "--db", db}, args[1:]...)...)
 	}
 }
