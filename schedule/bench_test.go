@@ -3,6 +3,7 @@ package schedule_test
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"runtime"
 	"slices"
@@ -218,4 +219,117 @@ func peakHeap() (stop func(), peak *atomic.Uint64) {
 		}
 	}()
 	return func() { close(done); <-finished }, peak
+}
+
+// BenchmarkEveryMinuteSpread is BenchmarkEveryMinute's load — n schedules
+// each firing every minute — with their slots spread over the minute by
+// Definition.Jitter, worked by a todolist.Runner on the real clock as a
+// deployment would: it waits for the first minute to pass (a minute of
+// wall time), so it runs only when PASSAGE_BENCH_SPREAD is set. Lateness
+// is the wall time from each slot's due instant (the slot plus its jitter)
+// to its handler.
+//
+//	PASSAGE_BENCH_SPREAD=1 PASSAGE_BENCH_SCHEDULES=100000 PASSAGE_TEST_POSTGRES=… go test ./schedule -run '^$' -bench BenchmarkEveryMinuteSpread -benchtime 1x
+func BenchmarkEveryMinuteSpread(b *testing.B) {
+	if os.Getenv("PASSAGE_BENCH_SPREAD") == "" {
+		b.Skip("a minute of wall time a pass: set PASSAGE_BENCH_SPREAD=1")
+	}
+	n := 10_000
+	if v := os.Getenv("PASSAGE_BENCH_SCHEDULES"); v != "" {
+		if _, err := fmt.Sscan(v, &n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, be := range sqldbtest.Backends() {
+		b.Run(fmt.Sprintf("passage/%s/n=%d", be.Name, n), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				db, _ := be.Open(b)
+				var (
+					mu    sync.Mutex
+					late  = make([]time.Duration, 0, n)
+					early int
+					done  = make(chan struct{})
+					// Room to store the schedules first: Sync writes a
+					// schedule at a time, under half a millisecond each.
+					anchor  = time.Now().Add(5*time.Second + time.Duration(n)*perSync(be)).Truncate(time.Second)
+					minute  = anchor.Add(time.Minute)
+					handler = func(_ context.Context, _ *sqlx.Tx, r schedule.Run) error {
+						// The due instant as Definition.Jitter documents it:
+						// an offset below Jitter from the slot id's FNV-1a.
+						h := fnv.New64a()
+						h.Write([]byte(r.SlotID))
+						d := time.Since(r.Slot.Add(time.Duration(h.Sum64() % uint64(time.Minute))))
+						mu.Lock()
+						defer mu.Unlock()
+						if d < 0 {
+							early++
+						}
+						if late = append(late, d); len(late) == n {
+							close(done)
+						}
+						return nil
+					}
+				)
+				s, err := schedule.Open(context.Background(), db.DB, handler)
+				if err != nil {
+					b.Fatal(err)
+				}
+				every, err := schedule.Every(time.Minute, anchor)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defs := make([]schedule.Definition, n)
+				for i := range defs {
+					defs[i] = schedule.Definition{Name: fmt.Sprint("s-", i), Spec: every, Command: "poll", Jitter: time.Minute}
+				}
+				if _, err := s.Sync(context.Background(), defs...); err != nil {
+					b.Fatal(err)
+				}
+				if time.Now().After(anchor) {
+					b.Fatalf("storing %d schedules took %v, past their first slot", n, time.Since(anchor.Add(-5*time.Second-time.Duration(n)*perSync(be))))
+				}
+				p, err := s.Processor()
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := todolist.NewRunner(p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				stopped := make(chan struct{})
+				runtime.GC()
+				stop, peak := peakHeap()
+				b.StartTimer()
+				go func() { _ = r.Run(ctx); close(stopped) }()
+				select {
+				case <-done:
+				case <-time.After(time.Until(minute) + time.Minute):
+					b.Fatalf("%d runs of %d a minute after the last was due", len(late), n)
+				}
+				b.StopTimer()
+				cancel()
+				<-stopped
+				stop()
+				if early > 0 {
+					b.Fatalf("%d runs fired before they were due", early)
+				}
+				slices.Sort(late)
+				b.ReportMetric(late[n/2].Seconds()*1000, "p50-late-ms")
+				b.ReportMetric(late[n*99/100].Seconds()*1000, "p99-late-ms")
+				b.ReportMetric(late[n-1].Seconds()*1000, "max-late-ms")
+				b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+			}
+		})
+	}
+}
+
+// perSync is the time BenchmarkEveryMinuteSpread leaves to store each
+// schedule before the first slot.
+func perSync(be sqldbtest.Backend) time.Duration {
+	if be.Name == "postgres" {
+		return time.Millisecond
+	}
+	return 300 * time.Microsecond
 }
