@@ -333,3 +333,59 @@ func perSync(be sqldbtest.Backend) time.Duration {
 	}
 	return 300 * time.Microsecond
 }
+
+// BenchmarkSync stores n schedules (the first start) and declares them
+// again unchanged (every start after it): the seconds each Sync takes.
+// n is 10,000; PASSAGE_BENCH_SCHEDULES=100000 sets it.
+//
+//	PASSAGE_TEST_POSTGRES=… go test ./schedule -run '^$' -bench BenchmarkSync -benchtime 1x
+func BenchmarkSync(b *testing.B) {
+	n := 10_000
+	if v := os.Getenv("PASSAGE_BENCH_SCHEDULES"); v != "" {
+		if _, err := fmt.Sscan(v, &n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	every, err := schedule.Cron("* * * * *", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defs := make([]schedule.Definition, n)
+	for i := range defs {
+		defs[i] = schedule.Definition{Name: fmt.Sprint("s-", i), Spec: every, Command: "poll"}
+	}
+	for _, be := range sqldbtest.Backends() {
+		b.Run(fmt.Sprintf("%s/n=%d", be.Name, n), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				db, _ := be.Open(b)
+				clock := clockwork.NewFakeClockAt(time.Date(2026, 5, 1, 0, 0, 30, 0, time.UTC))
+				s, err := schedule.Open(context.Background(), db.DB, func(context.Context, *sqlx.Tx, schedule.Run) error { return nil }, schedule.WithClock(clock))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				began := time.Now()
+				res, err := s.Sync(context.Background(), defs...)
+				first := time.Since(began)
+				if err != nil || len(res.Added) != n {
+					b.Fatalf("first Sync: %d added, %v", len(res.Added), err)
+				}
+				// A later start: a new process declares the same schedules.
+				s, err = schedule.Open(context.Background(), db.DB, func(context.Context, *sqlx.Tx, schedule.Run) error { return nil }, schedule.WithClock(clock))
+				if err != nil {
+					b.Fatal(err)
+				}
+				began = time.Now()
+				res, err = s.Sync(context.Background(), defs...)
+				again := time.Since(began)
+				b.StopTimer()
+				if err != nil || len(res.Unchanged) != n {
+					b.Fatalf("second Sync: %d unchanged, %v", len(res.Unchanged), err)
+				}
+				b.ReportMetric(first.Seconds(), "first-sync-s")
+				b.ReportMetric(again.Seconds(), "unchanged-sync-s")
+			}
+		})
+	}
+}

@@ -285,7 +285,7 @@ func (s *Scheduler) loadMany(ctx context.Context, tx *sqlx.Tx, names []string) (
 		var rows []state
 		var err error
 		if s.postgres() {
-			err = tx.SelectContext(ctx, &rows, selectSchedulesIn+` = ANY($1)`, names[from:to])
+			err = tx.SelectContext(ctx, &rows, selectSchedulesOfPostgres, names[from:to])
 		} else {
 			err = tx.SelectContext(ctx, &rows, selectSchedulesIn+` IN (`+placeholders(to-from, "?")+`)`, anys(names[from:to])...)
 		}
@@ -307,7 +307,7 @@ func (s *Scheduler) openRunsOf(ctx context.Context, tx *sqlx.Tx, names []string)
 		}
 		var err error
 		if s.postgres() {
-			err = tx.SelectContext(ctx, &rows, unfinishedOf+` = ANY($1) GROUP BY schedule`, names[from:to])
+			err = tx.SelectContext(ctx, &rows, unfinishedOfPostgres, names[from:to])
 		} else {
 			err = tx.SelectContext(ctx, &rows, unfinishedOf+` IN (`+placeholders(to-from, "?")+`) GROUP BY schedule`, anys(names[from:to])...)
 		}

@@ -301,12 +301,12 @@ func (s *Scheduler) Sync(ctx context.Context, defs ...Definition) (SyncResult, e
 	// none.
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
 		res = SyncResult{}
-		for _, d := range defs {
-			outcome, err := s.sync(ctx, tx, d)
-			if err != nil {
-				return fmt.Errorf("schedule: sync %q: %w", d.Name, err)
-			}
-			switch outcome {
+		outcomes, err := s.syncAll(ctx, tx, defs)
+		if err != nil {
+			return err
+		}
+		for i, d := range defs {
+			switch outcomes[i] {
 			case "added":
 				res.Added = append(res.Added, d.Name)
 			case "changed":

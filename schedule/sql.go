@@ -112,6 +112,34 @@ FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[]) AS f(name, run
 WHERE s.name = f.name`
 )
 
+// On PostgreSQL the set-wise reads take their names as an array joined
+// with unnest, not as "name = ANY($1)": over a table the planner has no
+// statistics for yet (one Sync just filled it), ANY ran as a scan testing
+// every row against the whole array — 137 s to read back 100,000
+// schedules. A join is a hash or an index join whatever the estimates.
+const (
+	selectSchedulesOfPostgres = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot, jitter, overlap
+FROM unnest($1::text[]) AS w(wanted) JOIN schedule_schedules ON name = wanted`
+	unfinishedOfPostgres = `SELECT schedule, COUNT(*) AS open
+FROM unnest($1::text[]) AS w(wanted) JOIN schedule_runs ON schedule = wanted WHERE finished = 0 GROUP BY schedule`
+	selectHashesOfPostgres = `SELECT name, hash FROM unnest($1::text[]) AS w(wanted) JOIN schedule_schedules ON name = wanted`
+)
+
+// The set-wise statements of Sync (see syncAll).
+const (
+	selectHashesIn          = `SELECT name, hash FROM schedule_schedules WHERE name`
+	insertSchedulesPostgres = `INSERT INTO schedule_schedules (name, spec, hash, command, payload, catch_up, max_runs, until, next_slot, jitter, overlap)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[])
+ON CONFLICT (name) DO NOTHING RETURNING name`
+)
+
+// insertSchedulesSQLite stores n new schedules, returning the names it
+// inserted.
+func insertSchedulesSQLite(n int) string {
+	return `INSERT INTO schedule_schedules (name, spec, hash, command, payload, catch_up, max_runs, until, next_slot, jitter, overlap) VALUES ` +
+		placeholders(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)") + ` ON CONFLICT (name) DO NOTHING RETURNING name`
+}
+
 // insertRunsSQLite inserts n runs, returning the slot ids it inserted.
 func insertRunsSQLite(n int) string {
 	return `INSERT INTO schedule_runs (slot_id, run_id, schedule, slot, fired_at, attempt, manual) VALUES ` +
