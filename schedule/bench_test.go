@@ -36,12 +36,7 @@ import (
 //
 //	PASSAGE_TEST_POSTGRES=… go test ./schedule -run '^$' -bench BenchmarkEveryMinute -benchtime 1x
 func BenchmarkEveryMinute(b *testing.B) {
-	n := 10_000
-	if v := os.Getenv("PASSAGE_BENCH_SCHEDULES"); v != "" {
-		if _, err := fmt.Sscan(v, &n); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := benchSchedules(b)
 	start := time.Date(2026, 5, 1, 0, 0, 30, 0, time.UTC)
 	for _, be := range sqldbtest.Backends() {
 		workers := []int{1}
@@ -253,12 +248,7 @@ func BenchmarkEveryMinuteSpread(b *testing.B) {
 	if os.Getenv("PASSAGE_BENCH_SPREAD") == "" {
 		b.Skip("a minute of wall time a pass: set PASSAGE_BENCH_SPREAD=1")
 	}
-	n := 10_000
-	if v := os.Getenv("PASSAGE_BENCH_SCHEDULES"); v != "" {
-		if _, err := fmt.Sscan(v, &n); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := benchSchedules(b)
 	for _, be := range sqldbtest.Backends() {
 		b.Run(fmt.Sprintf("passage/%s/n=%d", be.Name, n), func(b *testing.B) {
 			for range b.N {
@@ -346,12 +336,7 @@ func BenchmarkEveryMinuteSpread(b *testing.B) {
 //
 //	PASSAGE_TEST_POSTGRES=… go test ./schedule -run '^$' -bench BenchmarkSync -benchtime 1x
 func BenchmarkSync(b *testing.B) {
-	n := 10_000
-	if v := os.Getenv("PASSAGE_BENCH_SCHEDULES"); v != "" {
-		if _, err := fmt.Sscan(v, &n); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := benchSchedules(b)
 	every, err := schedule.Cron("* * * * *", nil)
 	if err != nil {
 		b.Fatal(err)
@@ -394,4 +379,17 @@ func BenchmarkSync(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchSchedules is the number of schedules a benchmark works: 10,000, or
+// PASSAGE_BENCH_SCHEDULES.
+func benchSchedules(b *testing.B) int {
+	b.Helper()
+	n := 10_000
+	if v := os.Getenv("PASSAGE_BENCH_SCHEDULES"); v != "" {
+		if _, err := fmt.Sscan(v, &n); err != nil || n <= 0 {
+			b.Fatalf("PASSAGE_BENCH_SCHEDULES=%q: want a positive number of schedules", v)
+		}
+	}
+	return n
 }
