@@ -51,7 +51,7 @@ func BenchmarkEveryMinute(b *testing.B) {
 					// design's statements in raw SQL, on as many
 					// connections as the scheduler has workers (see
 					// fireFloor).
-					floor := newLateness(n)
+					floor := newLateness()
 					db, _, clock := everyMinute(b, be, n, start, nil)
 					clock.Advance(30 * time.Second)
 					floor.begin()
@@ -63,7 +63,7 @@ func BenchmarkEveryMinute(b *testing.B) {
 					floor = nil
 					_ = db.Close() // its pool's buffers are not the scheduler's heap
 
-					late := newLateness(n)
+					late := newLateness()
 					_, s, clock := everyMinute(b, be, n, start, late)
 					p, err := s.Processor(todolist.WithBatchSize(1000), todolist.WithMaxItems(10*n), todolist.WithTimeBudget(time.Hour), todolist.WithWorkers(w))
 					if err != nil {
@@ -99,7 +99,7 @@ func BenchmarkEveryMinute(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			late := newLateness(n)
+			late := newLateness()
 			var wg sync.WaitGroup
 			wg.Add(n)
 			runtime.GC()
@@ -140,7 +140,7 @@ type lateness struct {
 
 const latenessBuckets = 1 << 17 // of a millisecond each: over two minutes
 
-func newLateness(int) *lateness { return new(lateness) }
+func newLateness() *lateness { return new(lateness) }
 
 func (l *lateness) begin() { l.at = time.Now() }
 
@@ -255,7 +255,7 @@ func BenchmarkEveryMinuteSpread(b *testing.B) {
 				b.StopTimer()
 				db, _ := be.Open(b)
 				var (
-					late  = newLateness(n)
+					late  = newLateness()
 					early atomic.Int64
 					done  = make(chan struct{})
 					// Room to store the schedules first (Sync takes 20 µs
