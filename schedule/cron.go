@@ -3,6 +3,7 @@ package schedule
 import (
 	"fmt"
 	"math/bits"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +26,9 @@ const cronHorizon = 400
 // Cron returns the slots of a cron expression of 5 fields (minute, hour,
 // day of month, month, day of week), 6 (seconds first) or a descriptor
 // (@daily, @weekly, …), read by github.com/robfig/cron/v3, in loc (nil
-// means UTC; a CRON_TZ= prefix names the zone instead).
+// means UTC; a CRON_TZ= prefix names the zone instead). The day of week
+// takes 7 for Sunday as well as 0, as Vixie cron does ("0 0 * * 5-7" is
+// Friday to Sunday), which robfig/cron alone would reject.
 //
 // Daylight saving follows cron's custom (Vixie cron): a time the clock
 // jumps over fires once, at the first instant after the jump; a time that
@@ -52,7 +55,7 @@ func Cron(expr string, loc *time.Location) (Spec, error) {
 	if loc == nil {
 		loc = time.UTC
 	}
-	parsed, err := cronParser.Parse(text)
+	parsed, err := cronParser.Parse(sundayAsSeven(text))
 	if err != nil {
 		return nil, fmt.Errorf("%w: cron %q: %s", ErrInvalidSpec, expr, describeCronError(text, err))
 	}
@@ -93,11 +96,59 @@ func describeCronError(text string, err error) string {
 			probe[j] = "*"
 		}
 		probe[i] = fields[i]
-		if _, perr := cronParser.Parse(strings.Join(probe, " ")); perr != nil {
+		if _, perr := cronParser.Parse(sundayAsSeven(strings.Join(probe, " "))); perr != nil {
+			if names[i] == "day of week" {
+				// robfig/cron's maximum (6) leaves out the 7 Cron takes.
+				return fmt.Sprintf("%s field %q: %v (days are 0 to 7, both Sunday, or SUN to SAT)", names[i], fields[i], perr)
+			}
 			return fmt.Sprintf("%s field %q: %v", names[i], fields[i], perr)
 		}
 	}
 	return err.Error()
+}
+
+// sundayAsSeven returns text with the 7s of its day-of-week field written
+// as 0: Vixie cron, and most crons after it, take 7 for Sunday as well as
+// 0, and robfig/cron/v3 takes 0 only. A single 7 becomes 0, and a range
+// that ends at 7 becomes its list of days, 7 as 0: "5-7" is "5,6,0",
+// "1-7/2" is "1,3,5,0". Anything else is left for robfig/cron to read or
+// reject.
+func sundayAsSeven(text string) string {
+	f := strings.Fields(text)
+	if strings.HasPrefix(text, "@") || len(f) < 5 || len(f) > 6 {
+		return text
+	}
+	parts := strings.Split(f[len(f)-1], ",")
+	for i, p := range parts {
+		parts[i] = sevenAsZero(p)
+	}
+	f[len(f)-1] = strings.Join(parts, ",")
+	return strings.Join(f, " ")
+}
+
+// sevenAsZero rewrites one part of a day-of-week list (see sundayAsSeven).
+func sevenAsZero(part string) string {
+	rng, stepText, hasStep := strings.Cut(part, "/")
+	lo, hi, isRange := strings.Cut(rng, "-")
+	switch {
+	case !isRange && !hasStep && rng == "7":
+		return "0"
+	case !isRange || hi != "7":
+		return part
+	}
+	from, err := strconv.Atoi(lo)
+	step := 1
+	if err == nil && hasStep {
+		step, err = strconv.Atoi(stepText)
+	}
+	if err != nil || from < 0 || from > 7 || step < 1 {
+		return part
+	}
+	var days []string
+	for d := from; d <= 7; d += step {
+		days = append(days, strconv.Itoa(d%7))
+	}
+	return strings.Join(days, ",")
 }
 
 // hourIsInterval reports whether the hour field is "*" or a step over the

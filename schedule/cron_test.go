@@ -1,6 +1,7 @@
 package schedule_test
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -195,4 +196,59 @@ func TestCronRejectsBadSpecsNamingThePart(t *testing.T) {
 	require.NoError(t, err)
 	_, err = schedule.Cron("CRON_TZ=America/New_York 0 9 * * *", warsaw)
 	require.ErrorContains(t, err, "names zone America/New_York, and Europe/Warsaw was given too")
+}
+
+// Vixie cron takes 7 for Sunday in the day of week, alone, in lists and
+// at the end of ranges; so does Cron. The expectation is a hand-written
+// calendar: each midnight of eight weeks whose weekday is listed.
+func TestCronTakesSevenForSunday(t *testing.T) {
+	t.Parallel()
+	sun, mon, wed, fri, sat := time.Sunday, time.Monday, time.Wednesday, time.Friday, time.Saturday
+	for expr, days := range map[string][]time.Weekday{
+		"0 0 * * 7":     {sun},
+		"0 0 * * 5-7":   {fri, sat, sun},
+		"0 0 * * 1,7":   {mon, sun},
+		"0 0 * * 1-7/2": {mon, wed, fri, sun},
+		"0 0 0 * * 7":   {sun}, // 6 fields
+		"0 0 * * 7,5-6": {fri, sat, sun},
+		"0 0 * * 0-7":   {sun, mon, time.Tuesday, wed, time.Thursday, fri, sat},
+	} {
+		spec, err := schedule.Cron(expr, nil)
+		require.NoError(t, err, expr)
+		from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // a Thursday
+		var want, got []string
+		for d := range 8 * 7 {
+			day := from.AddDate(0, 0, d+1)
+			if slices.Contains(days, day.Weekday()) {
+				want = append(want, day.Format("2006-01-02 Mon"))
+			}
+		}
+		for at := spec.Next(from); len(got) < len(want); at = spec.Next(at) {
+			got = append(got, at.Format("2006-01-02 Mon"))
+		}
+		require.Equal(t, want, got, expr)
+		require.Equal(t, "CRON_TZ=UTC "+expr, spec.String(), "the spec keeps the 7 it was written with")
+		back, err := schedule.Parse(spec.String(), nil)
+		require.NoError(t, err, expr)
+		require.Equal(t, spec.Next(from), back.Next(from), expr)
+	}
+	// A restricted day of month still combines with the day of week by
+	// "or": the 13th, and every Sunday.
+	spec, err := schedule.Cron("0 0 13 * 7", nil)
+	require.NoError(t, err)
+	var got []string
+	for at := spec.Next(time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)); len(got) < 5; at = spec.Next(at) {
+		got = append(got, at.Format("2006-01-02 Mon"))
+	}
+	require.Equal(t, []string{"2026-02-08 Sun", "2026-02-13 Fri", "2026-02-15 Sun", "2026-02-22 Sun", "2026-03-01 Sun"}, got)
+
+	for expr, want := range map[string]string{
+		"0 0 * * 8":     `day of week field "8": end of range (8) above maximum (6): 8 (days are 0 to 7, both Sunday, or SUN to SAT)`,
+		"0 0 * * 5-8":   `day of week field "5-8"`,
+		"0 0 * * 5-7,9": `day of week field "5-7,9"`,
+	} {
+		_, err := schedule.Cron(expr, nil)
+		require.ErrorIs(t, err, schedule.ErrInvalidSpec, expr)
+		require.ErrorContains(t, err, want, expr)
+	}
 }
