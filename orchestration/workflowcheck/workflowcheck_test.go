@@ -31,3 +31,14 @@ func TestOrchestrationPackageSkipped(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), workflowcheck.Analyzer,
 		"github.com/passage-of-time/passage/orchestration")
 }
+
+// TestFollowsCalls covers calls from workflows to helpers that break the
+// rules, and the facts the helpers get: in the same package, in another, two
+// packages away, through a method, a generic function and recursion; not
+// from Step bodies or plain functions, nor into the standard library or a
+// package with a path like its.
+func TestFollowsCalls(t *testing.T) {
+	t.Parallel()
+	analysistest.Run(t, analysistest.TestData(), workflowcheck.Analyzer,
+		"example.com/shop", "example.com/shop/pricing", "example.com/shop/clock")
+}

@@ -7,6 +7,7 @@ import (
 	mrand "math/rand"
 	randv2 "math/rand/v2"
 	"slices"
+	"sync"
 	t "time"
 
 	"github.com/passage-of-time/passage/orchestration"
@@ -18,7 +19,7 @@ func Order(ctx orchestration.Context, items map[string]int) (int, error) {
 	_ = t.Since(start)                 // want `time.Since in workflow code: the clock reads differently on replay; use ctx.Now\(\)`
 	_ = t.Until(start)                 // want `time.Until in workflow code: the clock reads differently on replay; use ctx.Now\(\)`
 	t.Sleep(t.Second)                  // want `time.Sleep in workflow code: a sleep is not durable and is not replayed; use ctx.Sleep`
-	<-t.After(t.Second)                // want `time.After in workflow code: a timer is not durable and is not replayed; use ctx.Sleep, or orchestration.Await with a timeout`
+	<-t.After(t.Second)                // want `channel receive in workflow code` `time.After in workflow code: a timer is not durable and is not replayed; use ctx.Sleep, or orchestration.Await with a timeout`
 	_ = t.Tick(t.Second)               // want `time.Tick in workflow code: a timer`
 	_ = t.NewTimer(1)                  // want `time.NewTimer in workflow code: a timer`
 	_ = t.NewTicker(1)                 // want `time.NewTicker in workflow code: a timer`
@@ -97,6 +98,39 @@ func Steps(ctx orchestration.Context) (int, error) {
 	// The other arguments of Step are still workflow code.
 	_, _ = orchestration.Step(ctx, t.Now().String(), draw) // want `time.Now in workflow code`
 	return n, nil
+}
+
+// Channels receives, sends and starts a goroutine without go: each is
+// reported once, a select statement whole.
+func Channels(ctx orchestration.Context, ch chan int, wg *sync.WaitGroup) {
+	<-ch           // want `channel receive in workflow code: what arrives and when is not in the history; wait for a signal with orchestration.Await`
+	v, ok := <-ch  // want `channel receive in workflow code`
+	ch <- v        // want `channel send in workflow code: a send waits on another goroutine and is repeated on every replay; send in a Step, or signal the other instance`
+	for range ch { // want `range over channel in workflow code: what arrives and when is not in the history`
+	}
+	wg.Go(func() {}) // want `sync.WaitGroup.Go in workflow code: it starts a goroutine, and goroutines are not replayed; do concurrent work in a Step`
+	start := wg.Go   // want `sync.WaitGroup.Go in workflow code`
+	select {         // want `select statement in workflow code`
+	case x := <-ch:
+		_ = x + t.Now().Second() // want `time.Now in workflow code`
+	case ch <- mrand.Int(): // want `math/rand.Int in workflow code`
+	}
+	wg.Add(1) // the rest of WaitGroup: fine
+	wg.Wait()
+	_, _ = ok, start
+	_, _ = orchestration.Step(ctx, "fan out", func(context.Context, orchestration.StepInfo) (int, error) {
+		wg.Go(func() { ch <- 1 })
+		return <-ch, nil
+	})
+}
+
+// stamp reads the clock for the workflow below: in a package taken for the
+// standard library its fact stays in the package, and is followed there.
+func stamp() t.Time { return t.Now() }
+
+// UsesHelper calls a helper of its own package.
+func UsesHelper(ctx orchestration.Context) {
+	_ = stamp() // want `call to a.stamp in workflow code: a.stamp → time.Now: the clock reads differently on replay; use ctx.Now\(\)`
 }
 
 // StepInClosure: a Step inside a closure of a workflow is exempt too.
