@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/tick"
 	"github.com/passage-of-time/passage/todolist"
 )
 
@@ -46,6 +47,11 @@ func (s *Scheduler) fireBatch(ctx context.Context, tx *sqlx.Tx, items []todolist
 	}
 	fs, reports, err := s.fireSet(ctx, tx, items, now)
 	outcomes := make([]error, len(items))
+	for _, f := range fs {
+		if f.p.early {
+			outcomes[f.index] = notYet(f.first, f.d.due(f.first), now)
+		}
+	}
 	if failed := (*slotError)(nil); errors.As(err, &failed) {
 		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT schedule_batch"); err != nil {
 			return nil, fmt.Errorf("schedule: fire %d slots: %w", len(items), err)
@@ -84,6 +90,32 @@ func (s *Scheduler) publish(ctx context.Context, reports []SlotsSkipped) {
 	}
 }
 
+// earlySlot is the outcome of an item taken before its slot's time had
+// come by the scheduler's clock (plan.early). It is a conflict to the
+// to-do list: the item is taken again at the next tick, its due time,
+// attempts and schedule untouched, and the slot fires once its time has
+// come. Moving the schedule on instead, as when every slot so far was
+// skipped, would pass over the slot: neither fired nor counted skipped,
+// the silent loss of issue 25 (a processor's clock 3 s ahead of the
+// scheduler's lost 9 of 143 jittered slots a day). Nor is the item
+// re-added at its due time: it would be due at once, and a full batch
+// would take it again in the same tick, and again, while the clock
+// stands.
+type earlySlot struct {
+	slot, due, now time.Time
+}
+
+func notYet(slot, due, now time.Time) error { return &earlySlot{slot: slot, due: due, now: now} }
+
+func (e *earlySlot) Error() string {
+	return fmt.Sprintf("slot %s is due at %s, not yet by the scheduler's clock (%s): kept for the next tick",
+		tick.FormatTime(e.slot), tick.FormatTime(e.due), tick.FormatTime(e.now))
+}
+
+// Conflict makes the to-do list take the item again at the next tick,
+// without counting an attempt.
+func (e *earlySlot) Conflict() bool { return true }
+
 // firing is one due item of a batch on its way through fireSet.
 type firing struct {
 	index int // in the batch
@@ -91,6 +123,8 @@ type firing struct {
 	st    state
 	d     Definition
 	p     plan
+	// first is the schedule's next slot, the first the plan looks at.
+	first time.Time
 	// run is the run to record, zero when the slot fires nothing.
 	run Run
 	// fired is 1 once run is recorded, 0 when the slot had a run already.
@@ -128,7 +162,7 @@ func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.I
 		if st.NextSlot != 0 {
 			first = sqldb.DecodeTime(st.NextSlot)
 		}
-		f := firing{index: i, item: item, st: st, d: d, p: s.planFor(d, first, now)}
+		f := firing{index: i, item: item, st: st, d: d, p: s.planFor(d, first, now), first: first}
 		if !f.p.fire.IsZero() && d.Overlap != AllowOverlap {
 			overlapping = append(overlapping, st.Name)
 		}
@@ -204,6 +238,9 @@ func (s *Scheduler) moveOn(ctx context.Context, tx *sqlx.Tx, fs []firing, now ti
 	var earlier []todolist.NewItem
 	for i := range fs {
 		f := &fs[i]
+		if f.p.early {
+			continue // kept as it is: its outcome (earlySlot) has it taken again
+		}
 		if f.buffered {
 			// Keep the slot; look again soon, or when Finish says.
 			moves = append(moves, fired{name: f.st.Name, skipped: f.p.skipped, next: encodeSlot(f.p.fire)})

@@ -578,6 +578,11 @@ type plan struct {
 	fire             time.Time
 	skipFrom, skipTo time.Time
 	skipped          int64
+	// early is true when the first slot's time — the slot plus its jitter
+	// — has not come by the deciding clock: the item was taken by a clock
+	// ahead of this one, or this one stepped back since. Nothing fires,
+	// nothing is skipped, and the slot must be kept (see notYet).
+	early bool
 }
 
 // planFor applies the catch-up policy to the slots from first (the due
@@ -589,6 +594,10 @@ func (s *Scheduler) planFor(d Definition, first, now time.Time) plan {
 		keep = a.Max
 	}
 	var p plan
+	if !first.IsZero() && (d.Until.IsZero() || !first.After(d.Until)) && d.due(first).After(now) {
+		p.early = true
+		return p
+	}
 	walked := 0
 	// A slot has come when its due time — the slot plus its jitter — has:
 	// a later slot whose jittered time is still ahead is not missed.
@@ -686,6 +695,9 @@ func (s *Scheduler) fireIn(ctx context.Context, tx *sqlx.Tx, item todolist.Item,
 		first = sqldb.DecodeTime(st.NextSlot)
 	}
 	p := s.planFor(d, first, now)
+	if p.early {
+		return notYet(first, d.due(first), now) // nothing written: the slot stays as it was
+	}
 	if p.skipped > 0 {
 		*reports = append(*reports, SlotsSkipped{Schedule: st.Name, From: p.skipFrom, To: p.skipTo, Count: p.skipped, Policy: policyName(d.CatchUp)})
 	}
