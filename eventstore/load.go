@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/passage-of-time/passage/internal/sqldb"
 )
 
@@ -12,13 +14,31 @@ import (
 // returns none and no error. An event whose type name is not registered
 // fails the load with [ErrUnknownEventType].
 func (s *Store) Load(ctx context.Context, stream string, fromVersion int64) ([]Recorded, error) {
+	return s.load(ctx, s.db, stream, fromVersion)
+}
+
+// LoadTx is [Store.Load] inside the caller's transaction, as
+// [Store.LoadManyTx] is LoadMany: it reads what tx sees, on tx's
+// connection. After an append in tx took the stream's turn, what it reads
+// stays the stream's latest until tx ends.
+func (s *Store) LoadTx(ctx context.Context, tx *sqlx.Tx, stream string, fromVersion int64) ([]Recorded, error) {
+	if tx == nil {
+		return nil, fmt.Errorf("%w: load stream %q: transaction must not be nil", ErrInvalidArgument, stream)
+	}
+	if d := sqldb.DialectOf(tx); d != s.dialect {
+		return nil, fmt.Errorf("%w: load stream %q: transaction is on %s, the store on %s", ErrInvalidArgument, stream, d, s.dialect)
+	}
+	return s.load(ctx, tx, stream, fromVersion)
+}
+
+func (s *Store) load(ctx context.Context, q sqlx.QueryerContext, stream string, fromVersion int64) ([]Recorded, error) {
 	if stream == "" {
 		return nil, fmt.Errorf("%w: stream name must not be empty", ErrInvalidArgument)
 	}
 	if fromVersion < 0 {
 		return nil, fmt.Errorf("%w: load stream %q from version %d: versions start at 1", ErrInvalidArgument, stream, fromVersion)
 	}
-	rows, err := s.db.QueryxContext(ctx, s.q.load, stream, fromVersion)
+	rows, err := q.QueryxContext(ctx, s.q.load, stream, fromVersion)
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: load stream %q: %w", stream, err)
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/passage-of-time/passage/internal/sqldbtest"
 )
 
-// LoadManyTx reads in the caller's transaction: its own appends, and on a
-// pool of one connection, where LoadMany would wait for the transaction
-// to end.
+// LoadManyTx and LoadTx read in the caller's transaction: its own
+// appends, and on a pool of one connection, where LoadMany and Load would
+// wait for the transaction to end.
 func TestLoadManyTxReadsInTheCallersTransaction(t *testing.T) {
 	t.Parallel()
 	backends := append(sqldbtest.Backends(), sqldbtest.Backend{Name: "sqlite-memory", Open: func(t testing.TB) (*sqldb.DB, string) {
@@ -42,9 +42,14 @@ func TestLoadManyTxReadsInTheCallersTransaction(t *testing.T) {
 			require.Equal(t, []any{Opened{Owner: "A"}, Deposited{Amount: 5}}, events(got["a"]))
 			require.Equal(t, []any{Opened{Owner: "B"}}, events(got["b"]))
 			require.NotContains(t, got, "c")
+			one, err := f.store.LoadTx(f.ctx, tx, "a", 2)
+			require.NoError(t, err)
+			require.Equal(t, []any{Deposited{Amount: 5}}, events(one), "LoadTx from version 2, its own append")
 			require.NoError(t, tx.Rollback())
 
 			_, err = f.store.LoadManyTx(f.ctx, nil, []string{"a"})
+			require.ErrorIs(t, err, eventstore.ErrInvalidArgument)
+			_, err = f.store.LoadTx(f.ctx, nil, "a", 0)
 			require.ErrorIs(t, err, eventstore.ErrInvalidArgument)
 		})
 	}

@@ -13,8 +13,10 @@ import (
 // wakeBatch replays a batch of due instances: their histories are read in
 // one query, each function runs on, and what they recorded is appended,
 // each stream with its own expected version, together with the wake-ups
-// of those that suspended, in one transaction. A conflict on one instance
-// (a signal that landed meanwhile) fails only that one: it is replayed on
+// of those that suspended, in one transaction. What an instance recorded
+// is appended after signals or a cancel that landed meanwhile, and it
+// wakes again at once to see them; a conflict with decisions it did not
+// load (another processor's) fails only that instance: it is replayed on
 // the next tick. Steps that must be recorded before a later side effect
 // are appended on their own as the function runs.
 func (e *Engine) wakeBatch(ctx context.Context, items []todolist.Item) ([]error, error) {
@@ -28,9 +30,11 @@ func (e *Engine) wakeBatch(ctx context.Context, items []todolist.Item) ([]error,
 	}
 	outcomes := make([]error, len(items))
 	var (
-		appends []eventstore.StreamAppend
-		owners  []int // the item of each append
-		done    []*loaded
+		appends  []eventstore.StreamAppend
+		versions []int64 // each append's expected version
+		owners   []int   // the item of each append
+		writers  []*loaded
+		done     []*loaded
 	)
 	for i, it := range items {
 		x, fn, err := e.prepare(ctx, it.ID, histories[streams[i]])
@@ -49,7 +53,9 @@ func (e *Engine) wakeBatch(ctx context.Context, items []todolist.Item) ([]error,
 		// that item to a later wake-up would hide it.
 		if len(x.pending) > 0 || x.suspended {
 			appends = append(appends, eventstore.StreamAppend{Stream: x.stream, Expected: eventstore.Exact(x.version), Events: x.pending})
+			versions = append(versions, x.version)
 			owners = append(owners, i)
+			writers = append(writers, x)
 		}
 		done = append(done, x)
 	}
@@ -64,7 +70,7 @@ func (e *Engine) wakeBatch(ctx context.Context, items []todolist.Item) ([]error,
 		}
 	}
 	err = e.inTx(ctx, func(tx *sqlx.Tx) error {
-		results, err := e.store.AppendManyTx(ctx, tx, appends)
+		results, overtook, err := e.appendPastInbox(ctx, tx, appends, versions)
 		if err != nil {
 			return err
 		}
@@ -74,12 +80,24 @@ func (e *Engine) wakeBatch(ctx context.Context, items []todolist.Item) ([]error,
 				outcomes[owners[j]] = r.Conflict
 				conflicted[appends[j].Stream] = true
 			}
+			if overtook[j] {
+				writers[j].overtook = true
+			}
 		}
 		var wakeups []todolist.NewItem
+		now := e.clock.Now()
 		for _, x := range done {
-			if x.suspended && !conflicted[x.stream] {
-				wakeups = append(wakeups, todolist.NewItem{ID: x.instance, Due: x.wakeAt})
+			if !x.suspended || conflicted[x.stream] {
+				continue
 			}
+			due := x.wakeAt
+			if x.overtook {
+				// Signals or a cancel it has not seen came before what it
+				// recorded: it looks at them at once (the inbox made its
+				// item due, and a later wake-up would move it).
+				due = now
+			}
+			wakeups = append(wakeups, todolist.NewItem{ID: x.instance, Due: due})
 		}
 		return e.list.AddManyTx(ctx, tx, wakeups)
 	})

@@ -13,9 +13,11 @@ import (
 	"github.com/passage-of-time/passage/internal/sqldbtest"
 )
 
-// An event that lands on one instance between the batch's load and its
-// write conflicts that instance alone: the others of the batch are
-// written, and it is replayed on the next tick.
+// A decision that lands on one instance between the batch's load and its
+// write (another processor's, recorded meanwhile) conflicts that instance
+// alone: the others of the batch are written, and it is replayed on the
+// next tick. (A signal landing there is no conflict: see
+// TestASignalDuringAStepDoesNotRunItAgain.)
 func TestAConflictOnOneInstanceFailsNoneOfItsBatch(t *testing.T) {
 	t.Parallel()
 	for _, b := range sqldbtest.Backends() {
@@ -46,9 +48,9 @@ func TestAConflictOnOneInstanceFailsNoneOfItsBatch(t *testing.T) {
 			w.e.fault = func([]any) error {
 				if !signalled {
 					signalled = true
-					// An append from elsewhere that does not touch the
-					// instance's to-do item (Signal would also make it due).
-					_, err := w.e.store.Append(ctx, streamOf("i-1"), eventstore.StreamExists, SignalReceived{Name: "hello"})
+					// Another execution found the sleep over and recorded
+					// it, without touching the instance's to-do item.
+					_, err := w.e.store.Append(ctx, streamOf("i-1"), eventstore.StreamExists, TimerFired{Seq: 0})
 					require.NoError(t, err)
 				}
 				return nil

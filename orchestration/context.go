@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/passage-of-time/passage/eventstore"
 )
 
@@ -70,6 +72,9 @@ type execution struct {
 
 	recorded  int  // decisions recorded live in this execution (see position)
 	sawCancel bool // a call returned ErrCancelled (cancelNow)
+	// overtook is set when the execution recorded its answers after
+	// signals or a cancel it has not seen: it must wake again at once.
+	overtook bool
 }
 
 type compensation struct {
@@ -262,12 +267,38 @@ func (x *execution) flush() {
 		}
 	}
 	res, err := x.engine.store.Append(x.ctx, x.stream, eventstore.Exact(x.version), x.pending...)
+	if errors.Is(err, eventstore.ErrWrongExpectedVersion) {
+		// A signal that landed while a step ran moved the stream on; the
+		// step's result is recorded after it all the same.
+		res.Version, err = x.appendPastInbox()
+	}
 	if err != nil && !errors.Is(err, eventstore.ErrPublish) {
 		x.abort = fmt.Errorf("orchestration: record %d events of %s: %w", len(x.pending), x.instance, err)
 		return
 	}
 	x.version = res.Version
 	x.pending = x.pending[:0]
+}
+
+// appendPastInbox appends the pending answers after what the inbox
+// appended since x.version (see Engine.appendPastInbox) and returns the
+// stream's new version, or the conflict when something else was.
+func (x *execution) appendPastInbox() (int64, error) {
+	var version int64
+	err := x.engine.inTx(x.ctx, func(tx *sqlx.Tx) error {
+		versions := []int64{x.version}
+		outcomes, overtook, err := x.engine.appendPastInbox(x.ctx, tx, []eventstore.StreamAppend{{Stream: x.stream, Expected: eventstore.Exact(x.version), Events: x.pending}}, versions)
+		if err != nil {
+			return err
+		}
+		if err := outcomes[0].Err(); err != nil {
+			return err
+		}
+		x.overtook = x.overtook || overtook[0]
+		version = outcomes[0].Result.Version
+		return nil
+	})
+	return version, err
 }
 
 // mustFlushBeforeSideEffect reports whether something pending must be

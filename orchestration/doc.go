@@ -29,7 +29,13 @@
 // keep an instance on one processor at a time, while any number of
 // instances share the processors. Signals (Engine.Signal) append to the
 // stream and make the instance due now; Await returns the oldest signal
-// of a name not taken yet, or times out. Compensations registered with
+// of a name not taken yet, or times out. A signal or a cancel request
+// that lands while an execution runs does not contradict what it decided:
+// what the execution recorded (a step's result above all) is appended
+// after it, the step is not run again, and the instance wakes at once to
+// see it. Only decisions recorded meanwhile by another execution make the
+// write lose. Signal and Cancel refuse an instance that has ended
+// (ErrFinished). Compensations registered with
 // Compensate run in reverse when the function fails or is cancelled
 // (Engine.Cancel): a saga.
 //

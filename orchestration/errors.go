@@ -19,6 +19,10 @@ var (
 	ErrUnknownWorkflow = errors.New("orchestration: unknown workflow")
 	// ErrUnknownInstance is returned for an instance id that was never started.
 	ErrUnknownInstance = errors.New("orchestration: unknown instance")
+	// ErrFinished is returned by Signal and Cancel for an instance that
+	// has ended (completed, failed, cancelled or stuck): nothing would
+	// read what they appended.
+	ErrFinished = errors.New("orchestration: instance finished")
 	// ErrNotFinished is returned by Result for an instance still running.
 	ErrNotFinished = errors.New("orchestration: instance not finished")
 	// ErrInvalidArgument is returned for bad input (an empty id, a nil
