@@ -3,6 +3,7 @@ package schedule
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,11 +53,18 @@ import (
 // occurrences, placed after it. A floating UNTIL is placed as an
 // occurrence would be.
 //
-// A rule that has no occurrence within 400 years of DTSTART (nor before
-// its UNTIL) is rejected, naming the rule: BYxxx parts that never meet
-// (FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30, BYMONTH=4;BYMONTHDAY=31) would
-// otherwise give a schedule that never fires. A rule whose first
-// occurrence is further away than that is rejected too.
+// A recurrence that has no occurrence is rejected, naming what is wrong,
+// since it would give a schedule that never fires. A rule that has no
+// occurrence within 400 years of DTSTART (nor before its UNTIL) — BYxxx
+// parts that never meet (FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30,
+// BYMONTH=4;BYMONTHDAY=31), or a first occurrence further away than that
+// — adds none to the set: beside an RDATE or another rule that has
+// occurrences it is kept in the text and the set fires at those; alone it
+// is rejected, naming the rule. So is a set whose EXDATEs remove every
+// occurrence, and one with no RRULE or RDATE. A rule part that means
+// nothing is rejected too: COUNT below 1, and COUNT with UNTIL (RFC 5545
+// §3.3.10: they "MUST NOT occur in the same 'recur'"). COUNT counts
+// however far the occurrences reach (COUNT=400 yearly is 400 years).
 //
 // Next costs about the same however long ago DTSTART was: the expansion
 // starts a whole number of the rule's periods (INTERVAL × FREQ) before the
@@ -152,14 +160,64 @@ func RRule(text string, loc *time.Location) (Spec, error) {
 	}
 	slices.SortFunc(spec.dates, time.Time.Compare)
 	spec.dates = slices.CompactFunc(spec.dates, time.Time.Equal)
+	// A rule without an occurrence adds none to the set, which may still
+	// fire at its RDATEs or other rules' occurrences: it is left out (its
+	// expansion would search the whole horizon at every Next), and
+	// rejected only if the set as a whole has no occurrence.
+	var empty error
 	for _, rule := range rules {
 		e, err := newExpansion(rule, start, zone, ex)
 		if err != nil {
 			return nil, fmt.Errorf("%w: recurrence line %q: %v", ErrInvalidSpec, rule, err)
 		}
+		if err := e.check(start, zone); err != nil {
+			if empty == nil {
+				empty = fmt.Errorf("%w: recurrence line %q: %v", ErrInvalidSpec, rule, err)
+			}
+			continue
+		}
 		spec.rules = append(spec.rules, e)
 	}
+	if spec.first(start).IsZero() {
+		return nil, spec.whyEmpty(empty, len(rules), len(rdateWalls)+len(rdateInstants))
+	}
 	return spec, nil
+}
+
+// first returns the set's first occurrence, or zero when it has none
+// (within rruleHorizon years of DTSTART, the wall time start): the
+// earliest is no earlier than DTSTART's wall time read with the greatest
+// offset, nor than the first RDATE.
+func (r rruleSpec) first(start time.Time) time.Time {
+	before := time.Unix(start.Unix()-zone.MaxOffset-1, 0)
+	if len(r.dates) > 0 && r.dates[0].Before(before) {
+		before = r.dates[0].Add(-time.Second)
+	}
+	return r.Next(before)
+}
+
+// whyEmpty says why a set has no occurrence: ruleErr is the first of its
+// rules found to have none, nil if every rule has some (r.rules, whose
+// occurrences the EXDATEs then all remove); rules and rdates count its
+// RRULE lines and RDATEs.
+func (r rruleSpec) whyEmpty(ruleErr error, rules, rdates int) error {
+	switch {
+	case ruleErr != nil && len(r.rules) == 0 && rdates == 0:
+		return ruleErr
+	case ruleErr != nil && len(r.rules) == 0:
+		return fmt.Errorf("%w, and the EXDATEs remove every RDATE", ruleErr)
+	case rules == 0 && rdates == 0:
+		return fmt.Errorf("%w: recurrence %q has no occurrence: it has no RRULE or RDATE line, and DTSTART alone gives none", ErrInvalidSpec, r.text)
+	case rules == 0:
+		return fmt.Errorf("%w: recurrence %q has no occurrence: the EXDATEs remove every RDATE", ErrInvalidSpec, r.text)
+	}
+	within := ""
+	for _, e := range r.rules {
+		if e.opt.Count == 0 && e.until.IsZero() {
+			within = fmt.Sprintf(" within %d years of DTSTART", rruleHorizon) // Next looks no further
+		}
+	}
+	return fmt.Errorf("%w: recurrence %q has no occurrence%s: the EXDATEs remove every occurrence", ErrInvalidSpec, r.text, within)
 }
 
 // propertyName returns a content line's property name, upper-cased: what
@@ -359,9 +417,18 @@ func newExpansion(line string, start time.Time, loc *time.Location, ex exclusion
 	if err != nil {
 		return expansion{}, err
 	}
+	if err := countAndUntil(line); err != nil {
+		return expansion{}, err
+	}
 	opt.Dtstart = start
 	e := expansion{exclusions: ex}
-	if !opt.Until.IsZero() {
+	if opt.Until.IsZero() {
+		// rrule-go ends a rule without UNTIL at DTSTART plus the largest
+		// time.Duration, about 292 years, which cut a COUNT that reaches
+		// further (COUNT=400 yearly): noUntil is past any occurrence
+		// Next looks for.
+		opt.Until = noUntil
+	} else {
 		e.until = readUntil(line, opt.Until, loc)
 		opt.Until = time.Unix(wallOf(e.until, loc)+untilSlack, 0).UTC()
 	}
@@ -370,7 +437,36 @@ func newExpansion(line string, start time.Time, loc *time.Location, ex exclusion
 		return expansion{}, err
 	}
 	e.opt = *opt
-	return e, e.check(start, loc)
+	return e, nil
+}
+
+// noUntil is the UNTIL given to rrule-go for a rule without one: the last
+// second of year 9999, the last year RFC 5545 can write (its dates have
+// four digits).
+var noUntil = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
+// countAndUntil rejects what rrule-go reads without a word: a COUNT below
+// 1 (it takes 0 and negatives as no COUNT, a rule without end) and COUNT
+// with UNTIL (RFC 5545 §3.3.10: they "MUST NOT occur in the same
+// 'recur'"; rrule-go would apply both).
+func countAndUntil(line string) error {
+	var count, until string
+	for _, part := range strings.Split(line[len("RRULE:"):], ";") {
+		name, value, _ := strings.Cut(part, "=")
+		switch strings.ToUpper(name) {
+		case "COUNT":
+			count = part
+			if n, err := strconv.Atoi(value); err == nil && n < 1 {
+				return fmt.Errorf("%s: COUNT must be at least 1 (it is the number of occurrences)", part)
+			}
+		case "UNTIL":
+			until = part
+		}
+	}
+	if count != "" && until != "" {
+		return fmt.Errorf("%s and %s: a rule ends by COUNT or by UNTIL, not both (RFC 5545 §3.3.10)", count, until)
+	}
+	return nil
 }
 
 // readUntil returns the instant an RRULE line's UNTIL stands for: a UTC
@@ -580,6 +676,11 @@ func (e expansion) from(w time.Time) *rrule.RRule {
 	}
 	opt := e.opt
 	opt.Dtstart = rebased
+	if limit := w.AddDate(rruleHorizon, 0, 0); opt.Until.After(limit) {
+		// next looks no further; a rule that goes long without an
+		// occurrence stops here rather than at noUntil.
+		opt.Until = limit
+	}
 	r, err := rrule.NewRRule(opt)
 	if err != nil {
 		return e.full // cannot be: the same options read before
@@ -755,6 +856,8 @@ func (c Calendar) Spec() (Spec, error) {
 		return bad("Interval %d is negative", c.Interval)
 	case c.Count < 0:
 		return bad("Count %d is negative", c.Count)
+	case c.Count > 0 && !c.Until.IsZero():
+		return bad("Count %d and Until %s: the recurrence ends by one or the other (RFC 5545 forbids both in a rule)", c.Count, c.Until.Format(time.RFC3339))
 	case c.Nth != 0 && (c.Nth < -5 || c.Nth > 5 || len(c.Weekdays) != 1 || (c.Every != Monthly && c.Every != Yearly)):
 		return bad("Nth %d needs one weekday, Every Monthly or Yearly, and a value from -5 to 5 (not 0)", c.Nth)
 	case c.ShortMonths == LastDayOfShortMonths && (len(c.MonthDays) != 1 || c.MonthDays[0] < 1):

@@ -182,3 +182,120 @@ func fmtSscanf(text string, y, mo, d, h, mi, s *int) (int, error) {
 	value := line[strings.LastIndexByte(line, ':')+1:]
 	return fmt.Sscanf(value, "%4d%2d%2dT%2d%2d%2d", y, mo, d, h, mi, s)
 }
+
+// A rule part that means nothing is refused, naming it: COUNT below 1
+// (rrule-go reads 0 and negatives as no COUNT, a rule without end), and
+// COUNT with UNTIL, which RFC 5545 §3.3.10 forbids in one rule.
+func TestRRuleRefusesCountBelowOneAndCountWithUntil(t *testing.T) {
+	t.Parallel()
+	for rule, want := range map[string]string{
+		"FREQ=YEARLY;COUNT=0":                         "COUNT=0: COUNT must be at least 1",
+		"FREQ=DAILY;COUNT=-3":                         "COUNT=-3: COUNT must be at least 1",
+		"FREQ=DAILY;COUNT=3;UNTIL=20300101T000000Z":   "COUNT=3 and UNTIL=20300101T000000Z: a rule ends by COUNT or by UNTIL, not both",
+		"FREQ=WEEKLY;UNTIL=20300101;BYDAY=MO;COUNT=2": "COUNT=2 and UNTIL=20300101: a rule ends by COUNT or by UNTIL, not both",
+		"FREQ=MONTHLY;COUNT=0;UNTIL=20300101T000000Z": "COUNT=0: COUNT must be at least 1",
+	} {
+		text := "DTSTART;TZID=Europe/Warsaw:20260101T090000\nRRULE:" + rule
+		_, err := schedule.Parse(text, nil)
+		require.ErrorIs(t, err, schedule.ErrInvalidSpec, rule)
+		require.ErrorContains(t, err, `recurrence line "RRULE:`+rule+`"`, rule)
+		require.ErrorContains(t, err, want, rule)
+	}
+	s, err := schedule.RRule("DTSTART:20260101T090000Z\nRRULE:FREQ=DAILY;COUNT=1", nil)
+	require.NoError(t, err, "COUNT=1 is one occurrence")
+	require.Equal(t, time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC), s.Next(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)).UTC())
+	require.True(t, s.Next(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)).IsZero())
+
+	_, err = schedule.Calendar{Every: schedule.Daily, Start: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC), Count: 3, Until: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}.Spec()
+	require.ErrorIs(t, err, schedule.ErrInvalidSpec)
+	require.ErrorContains(t, err, "calendar: Count 3 and Until 2030-01-01T00:00:00Z: the recurrence ends by one or the other")
+}
+
+// COUNT counts occurrences however far they reach: rrule-go ends a rule
+// without UNTIL at DTSTART plus the longest time.Duration (about 292
+// years), which cut COUNT=400 yearly from 1850 after 2142. The expectation
+// is January 1 of each year from 1850 to 2249, listed by a loop.
+func TestRRuleCountReachesBeyond292Years(t *testing.T) {
+	t.Parallel()
+	var want []string
+	for y := 1850; y < 1850+400; y++ {
+		want = append(want, time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC).Format(time.RFC3339))
+	}
+	s, err := schedule.Parse("DTSTART:18500101T000000Z\nRRULE:FREQ=YEARLY;COUNT=400", nil)
+	require.NoError(t, err)
+	list := func(from time.Time) []string {
+		var got []string
+		for at := s.Next(from); !at.IsZero() && len(got) <= 400; at = s.Next(at) {
+			got = append(got, at.UTC().Format(time.RFC3339))
+		}
+		return got
+	}
+	require.Equal(t, want, list(time.Date(1849, 12, 31, 23, 59, 59, 0, time.UTC)), "all 400, then none")
+	require.Equal(t, want[2140-1850+1:], list(time.Date(2140, 1, 1, 0, 0, 0, 0, time.UTC)), "from 2140: 2141 to 2249, then none")
+
+	// The same in a zone with a daily COUNT: 110,000 days from 1950 is
+	// past 2251; the last one is DTSTART's wall time on day 109,999.
+	warsaw, err := time.LoadLocation("Europe/Warsaw")
+	require.NoError(t, err)
+	s, err = schedule.Parse("DTSTART;TZID=Europe/Warsaw:19500101T120000\nRRULE:FREQ=DAILY;COUNT=110000", nil)
+	require.NoError(t, err)
+	last := time.Date(1950, 1, 1+109_999, 12, 0, 0, 0, warsaw)
+	require.Equal(t, last, s.Next(last.Add(-time.Hour)))
+	require.True(t, s.Next(last).IsZero(), "COUNT=110000 ends at its 110,000th day")
+}
+
+// A recurrence set is its RRULEs' and RDATEs' occurrences less the
+// EXDATEs: a rule that yields nothing beside an RDATE that does leaves a
+// set that fires at the RDATE, and is kept; a set that as a whole yields
+// nothing is refused.
+func TestARecurrenceSetIsRefusedOnlyWhenItHasNoOccurrence(t *testing.T) {
+	t.Parallel()
+	const dtstart = "DTSTART;TZID=Europe/Warsaw:20260101T090000\n"
+	rdate := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC) // 09:00 in Warsaw
+	for _, set := range []string{
+		"RRULE:FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30\nRDATE:20260301T080000Z",
+		"RDATE;TZID=Europe/Warsaw:20260301T090000\nRRULE:FREQ=DAILY;UNTIL=20251231T000000Z",
+		"RRULE:FREQ=HOURLY;INTERVAL=2;BYHOUR=8,10\nRDATE:20260301T080000Z",
+		"RRULE:FREQ=MONTHLY;BYDAY=MO;BYSETPOS=6\nRDATE:20260301T080000Z\nRDATE:20250101T080000Z\nEXDATE:20250101T080000Z",
+	} {
+		done := make(chan error, 1)
+		var s schedule.Spec
+		go func() {
+			var err error
+			s, err = schedule.Parse(dtstart+set, nil)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			require.NoError(t, err, set)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: Parse does not return", set)
+		}
+		require.Equal(t, rdate, s.Next(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)).UTC(), "%s: the set's first instant is its RDATE", set)
+		require.True(t, s.Next(rdate).IsZero(), "%s: and its last", set)
+		require.Equal(t, dtstart+set, s.String(), "the spec keeps the rule that adds nothing")
+	}
+	// A rule that yields nothing beside one that does: the set is the
+	// other rule's.
+	s, err := schedule.Parse(dtstart+"RRULE:FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30\nRRULE:FREQ=DAILY;COUNT=2", nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"2026-01-01T08:00:00Z", "2026-01-02T08:00:00Z"},
+		showUTC(iterate(s, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))))
+
+	for set, want := range map[string][]string{
+		"RRULE:FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30": {`recurrence line "RRULE:FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30"`, "BYMONTHDAY=30 falls in none of the months BYMONTH=2"},
+		"RRULE:FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30\nRDATE:20260301T080000Z\nEXDATE;TZID=Europe/Warsaw:20260301T090000": {
+			`recurrence line "RRULE:FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30"`, "falls in none of the months BYMONTH=2, and the EXDATEs remove every RDATE"},
+		"RDATE:20260301T080000Z\nEXDATE:20260301T080000Z":                                     {"has no occurrence: the EXDATEs remove every RDATE"},
+		"RDATE:20260301T080000Z,20260302T080000Z\nEXDATE;VALUE=DATE:20260301,20260302":        {"has no occurrence: the EXDATEs remove every RDATE"},
+		"RRULE:FREQ=DAILY;COUNT=2\nEXDATE;TZID=Europe/Warsaw:20260101T090000,20260102T090000": {"has no occurrence: the EXDATEs remove every occurrence"},
+		"RRULE:FREQ=DAILY;UNTIL=20260102T235959Z\nEXDATE;VALUE=DATE:20260101,20260102":        {"has no occurrence: the EXDATEs remove every occurrence"},
+		"": {"has no occurrence: it has no RRULE or RDATE line"},
+	} {
+		_, err := schedule.Parse(dtstart+set, nil)
+		require.ErrorIs(t, err, schedule.ErrInvalidSpec, set)
+		for _, w := range want {
+			require.ErrorContains(t, err, w, set)
+		}
+	}
+}
