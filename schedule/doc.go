@@ -13,7 +13,7 @@
 //     for the 31st in short months (ShortMonths); times of day; Count and
 //     Until. Built as RFC 5545 rules.
 //   - Cron: 5 or 6 fields and the @daily-style descriptors, read by
-//     github.com/robfig/cron/v3.
+//     github.com/robfig/cron/v3; the day of week takes 7 for Sunday too.
 //   - RRule: iCalendar recurrences (DTSTART with TZID, RRULE, RDATE,
 //     EXDATE), expanded by github.com/teambition/rrule-go. An EXDATE in
 //     UTC or another zone removes the occurrence at its instant, one in

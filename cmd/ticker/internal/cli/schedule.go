@@ -13,7 +13,7 @@ func scheduleCommands() []command {
 	return []command{
 		{"preview", "list the next fire instants of a schedule spec", schedulePreviewCommand, graceOther},
 		{"add", "store a schedule in a database (or update it), for \"ticker run\" to fire", scheduleAddCommand, graceOther},
-		{"list", "list the stored schedules: next slot, paused, runs, skipped", scheduleListCommand, graceOther},
+		{"list", "list the stored schedules: next slot, paused, runs, skipped, end (max runs, until)", scheduleListCommand, graceOther},
 		{"pause", "stop a schedule from firing until resumed", scheduleChangeCommand("pause", "paused", (*schedule.Scheduler).Pause), graceOther},
 		{"resume", "let a paused schedule fire again from its next slot after now", scheduleChangeCommand("resume", "resumed", (*schedule.Scheduler).Resume), graceOther},
 		{"trigger", "run a schedule now, outside its plan, publishing the run like \"ticker run\"", scheduleTriggerCommand, graceOther},

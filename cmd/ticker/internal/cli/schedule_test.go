@@ -1,10 +1,12 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -63,4 +65,42 @@ func TestSchedulePreviewFlagErrors(t *testing.T) {
 	r := run(t, nil, nil, "schedule", "preview", "-h")
 	require.Equal(t, cli.ExitOK, r.code)
 	require.Contains(t, r.stdout, "--spec")
+}
+
+// A rule with COUNT keeps every occurrence however far it reaches: COUNT=400
+// yearly from 1850, previewed from 2140, runs to 2249 (January 1 of each
+// year, listed by a loop) and then ends.
+func TestSchedulePreviewShowsACountPast292Years(t *testing.T) {
+	t.Parallel()
+	r := run(t, nil, nil, "schedule", "preview", "--spec", `DTSTART:18500101T000000Z\nRRULE:FREQ=YEARLY;COUNT=400`, "--from", "2140-01-01T00:00:00Z", "-n", "200")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var want strings.Builder
+	for y := 2141; y <= 2249; y++ {
+		at := time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC)
+		fmt.Fprintf(&want, "%s  %s\n", at.Format(time.RFC3339), at.Format("Mon"))
+	}
+	require.Equal(t, want.String(), r.stdout)
+	require.Contains(t, r.stderr, "the schedule has no more fire instants")
+}
+
+// Specs that mean nothing are flag errors naming the part: COUNT=0, COUNT
+// with UNTIL, a recurrence whose EXDATEs remove every date. Sunday as 7
+// is cron's, taken.
+func TestSchedulePreviewRefusesSpecsThatMeanNothing(t *testing.T) {
+	t.Parallel()
+	for spec, want := range map[string]string{
+		`DTSTART:20260101T000000Z\nRRULE:FREQ=YEARLY;COUNT=0`:                        `recurrence line "RRULE:FREQ=YEARLY;COUNT=0": COUNT=0: COUNT must be at least 1`,
+		`DTSTART:20260101T000000Z\nRRULE:FREQ=YEARLY;COUNT=3;UNTIL=20300101T000000Z`: "COUNT=3 and UNTIL=20300101T000000Z: a rule ends by COUNT or by UNTIL, not both",
+		`DTSTART:20260101T000000Z\nRDATE:20260301T000000Z\nEXDATE:20260301T000000Z`:  "has no occurrence: the EXDATEs remove every RDATE",
+	} {
+		r := run(t, nil, nil, "schedule", "preview", "--spec", spec)
+		require.Equal(t, cli.ExitUsage, r.code, "%s: %s", spec, r.stderr)
+		require.Contains(t, r.stderr, want, spec)
+	}
+	r := run(t, nil, nil, "schedule", "preview", "--spec", "0 9 * * 5-7", "--from", "2026-01-01", "-n", "4")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Equal(t, "2026-01-02T09:00:00Z  Fri\n2026-01-03T09:00:00Z  Sat\n2026-01-04T09:00:00Z  Sun\n2026-01-09T09:00:00Z  Fri\n", r.stdout)
+	r = run(t, nil, nil, "schedule", "preview", "--spec", `DTSTART:20260101T000000Z\nRRULE:FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30\nRDATE:20260301T000000Z`, "--from", "2026-01-01")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Equal(t, "2026-03-01T00:00:00Z  Sun\n", r.stdout, "a rule that yields nothing beside an RDATE: the set fires at the RDATE")
 }

@@ -134,7 +134,7 @@ func scheduleAddCommand(ctx context.Context, env Env, args []string) error {
 		return usagef("--max-runs %d: must not be negative", *maxRuns)
 	}
 	if *until != "" {
-		if d.Until, err = parseTime("until", *until, loc); err != nil {
+		if d.Until, err = parseUntil(*until, loc, d.Spec, env.clock().Now()); err != nil {
 			return err
 		}
 	}
@@ -188,6 +188,28 @@ func scheduleAddCommand(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "warning: --jitter %s is longer than the spacing of the slots (%s): a slot can fire after the next one's time, and the catch-up policy then decides between them as between missed slots\n", d.Jitter, gap)
 	}
 	return nil
+}
+
+// parseUntil reads a schedule's --until and refuses one that would end
+// the schedule before it fires: one already past (0001-01-01 among them,
+// Go's zero time, which the schedule package would read as no end), or
+// before the spec's first slot after now. It is an error rather than a
+// warning: such a schedule would be stored only to never fire. One past
+// the instants the database stores (2262) is refused too.
+func parseUntil(value string, loc *time.Location, spec schedule.Spec, now time.Time) (time.Time, error) {
+	until, err := parseTime("until", value, loc)
+	if err != nil {
+		return time.Time{}, err
+	}
+	switch next := spec.Next(now); {
+	case !until.After(now):
+		return time.Time{}, usagef("--until %s is already past (now is %s): the schedule would never fire", tick.FormatTime(until), tick.FormatTime(now.In(loc)))
+	case until.After(sqldb.MaxTime):
+		return time.Time{}, usagef("--until %s: after the last instant a schedule's end can be stored (%s)", tick.FormatTime(until), tick.FormatTime(sqldb.MaxTime))
+	case !next.IsZero() && until.Before(next):
+		return time.Time{}, usagef("--until %s is before the schedule's next slot %s: the schedule would never fire", tick.FormatTime(until), tick.FormatTime(next.In(loc)))
+	}
+	return until, nil
 }
 
 // parseOverlap reads --overlap: allow, skip or buffer (or buffer-one, as
@@ -252,6 +274,9 @@ type listedSchedule struct {
 	Skipped int64      `json:"skipped"`
 	Command string     `json:"command"`
 	Spec    string     `json:"spec"`
+	// MaxRuns and Until end the schedule; left out when it has no end.
+	MaxRuns int64      `json:"max_runs,omitempty"`
+	Until   *sink.Time `json:"until,omitempty"`
 	// Jitter and Overlap are left out at their defaults (none, allow).
 	Jitter  string `json:"jitter,omitempty"`
 	Overlap string `json:"overlap,omitempty"`
@@ -288,19 +313,26 @@ func scheduleListCommand(ctx context.Context, env Env, args []string) error {
 		Runs     int64  `db:"runs"`
 		Skipped  int64  `db:"skipped"`
 		NextSlot int64  `db:"next_slot"`
+		MaxRuns  int64  `db:"max_runs"`
+		Until    int64  `db:"until"`
 		Jitter   int64  `db:"jitter"`
 		Overlap  string `db:"overlap"`
 	}
-	if err := sqlx.SelectContext(ctx, tx, &rows, `SELECT name, spec, command, paused, runs, skipped, next_slot, jitter, overlap FROM `+scheduleTable+` ORDER BY name`); err != nil {
+	if err := sqlx.SelectContext(ctx, tx, &rows, `SELECT name, spec, command, paused, runs, skipped, next_slot, max_runs, until, jitter, overlap FROM `+scheduleTable+` ORDER BY name`); err != nil {
 		return fmt.Errorf("read the schedules: %w", err)
 	}
 	list := []listedSchedule{} // [] rather than null in JSON
 	policies := false          // whether a schedule has a jitter or an overlap policy
+	ends := false              // whether a schedule has a max-runs or an until
 	for _, r := range rows {
-		l := listedSchedule{Name: r.Name, Paused: r.Paused != 0, Runs: r.Runs, Skipped: r.Skipped, Command: r.Command, Spec: r.Spec}
+		l := listedSchedule{Name: r.Name, Paused: r.Paused != 0, Runs: r.Runs, Skipped: r.Skipped, Command: r.Command, Spec: r.Spec, MaxRuns: r.MaxRuns}
 		if r.NextSlot != 0 {
 			l.Next = sink.TimeOf(sqldb.DecodeTime(r.NextSlot).In(loc))
 		}
+		if r.Until != 0 { // 0 is stored for no end
+			l.Until = sink.TimeOf(sqldb.DecodeTime(r.Until).In(loc))
+		}
+		ends = ends || l.MaxRuns != 0 || l.Until != nil
 		if r.Jitter != 0 {
 			l.Jitter = time.Duration(r.Jitter).String()
 		}
@@ -320,9 +352,13 @@ func scheduleListCommand(ctx context.Context, env Env, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	// JITTER and OVERLAP are shown when a schedule has one that is not
-	// the default (none, allow).
+	// MAX RUNS and UNTIL are shown when a schedule has an end, JITTER and
+	// OVERLAP when a schedule has one that is not the default (none,
+	// allow): the table of schedules without them stays as it was.
 	header := "NAME\tNEXT SLOT\tPAUSED\tRUNS\tSKIPPED\t"
+	if ends {
+		header += "MAX RUNS\tUNTIL\t"
+	}
 	if policies {
 		header += "JITTER\tOVERLAP\t"
 	}
@@ -336,6 +372,16 @@ func scheduleListCommand(ctx context.Context, env Env, args []string) error {
 			paused = "yes"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t", l.Name, next, paused, l.Runs, l.Skipped)
+		if ends {
+			maxRuns, until := "-", "-"
+			if l.MaxRuns != 0 {
+				maxRuns = fmt.Sprint(l.MaxRuns)
+			}
+			if l.Until != nil {
+				until = tick.FormatTime(l.Until.Time)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t", maxRuns, until)
+		}
 		if policies {
 			jitter, overlap := cmp.Or(l.Jitter, "-"), cmp.Or(l.Overlap, schedule.AllowOverlap.String())
 			fmt.Fprintf(tw, "%s\t%s\t", jitter, overlap)

@@ -731,3 +731,91 @@ func scheduleOn(t *testing.T, clock clockwork.Clock, db string) func(args ...str
 		return run(t, clock, nil, append([]string{"schedule", args[0], "--db", db}, args[1:]...)...)
 	}
 }
+
+// An --until that would end a schedule before it fires is a flag error,
+// and creates nothing: one already past — 0001-01-01 among them, Go's zero
+// time, which the schedule package reads as no end at all — or one before
+// the spec's next slot. One past what the database stores (2262) is too.
+// An --until at the next slot itself is taken: the slot fires.
+func TestScheduleAddRefusesAnUntilThatWouldNeverFire(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(start) // 2026-11-21T12:00:30Z
+	db := filepath.Join(t.TempDir(), "passage.db")
+	add := func(spec string, args ...string) result {
+		return run(t, clock, nil, append([]string{"schedule", "add", "--db", db, "--name", "report", "--command", "send-report", "--spec", spec}, args...)...)
+	}
+	for _, c := range []struct {
+		spec string
+		args []string
+		want string
+	}{
+		{"@daily", []string{"--until", "0001-01-01"}, "--until 0001-01-01T00:00:00Z is already past (now is 2026-11-21T12:00:30Z): the schedule would never fire"},
+		{"@daily", []string{"--until", "2020-01-01"}, "--until 2020-01-01T00:00:00Z is already past (now is 2026-11-21T12:00:30Z): the schedule would never fire"},
+		{"@daily", []string{"--until", "2026-11-21T12:00:30Z"}, "--until 2026-11-21T12:00:30Z is already past (now is 2026-11-21T12:00:30Z): the schedule would never fire"},
+		{"@daily", []string{"--until", "2026-11-21", "--tz", "Europe/Warsaw"}, "--until 2026-11-21T00:00:00+01:00 is already past (now is 2026-11-21T13:00:30+01:00): the schedule would never fire"},
+		{"0 0 1 1 *", []string{"--until", "2026-12-31T23:59:59Z"}, "--until 2026-12-31T23:59:59Z is before the schedule's next slot 2027-01-01T00:00:00Z: the schedule would never fire"},
+		{"@daily", []string{"--until", "2300-01-01"}, "--until 2300-01-01T00:00:00Z: after the last instant a schedule's end can be stored (2262-04-11T23:47:16.854775807Z)"},
+	} {
+		r := add(c.spec, c.args...)
+		require.Equal(t, cli.ExitUsage, r.code, "%q: %s", c.args, r.stderr)
+		require.Equal(t, "ticker schedule: add: "+c.want, strings.TrimSpace(r.stderr), "%q", c.args)
+		require.Empty(t, r.stdout)
+	}
+	_, err := os.Stat(db)
+	require.ErrorIs(t, err, os.ErrNotExist, "a refused --until creates no database")
+
+	require.Equal(t, "added report: next slot 2027-01-01T00:00:00Z\n", ok(t, add("0 0 1 1 *", "--until", "2027-01-01T00:00:00Z")))
+}
+
+// list shows a schedule's end — --max-runs and --until — in MAX RUNS and
+// UNTIL columns, which appear only when a schedule has one (the table of
+// schedules without an end stays as it was), and in --json as max_runs and
+// until, left out when there is none. UNTIL is shown in --tz.
+func TestScheduleListShowsMaxRunsAndUntil(t *testing.T) {
+	t.Parallel()
+	for engine, db := range databases(t) {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			clock := clockwork.NewFakeClockAt(start)
+			add := func(name string, args ...string) string {
+				return ok(t, run(t, clock, nil, append([]string{"schedule", "add", "--db", db, "--name", name, "--spec", "@every 10m", "--command", name}, args...)...))
+			}
+			list := func(args ...string) string {
+				return ok(t, run(t, clock, nil, append([]string{"schedule", "list", "--db", db}, args...)...))
+			}
+			add("plain")
+			require.Equal(t, "NAME   NEXT SLOT             PAUSED  RUNS  SKIPPED  COMMAND  SPEC\n"+
+				"plain  2026-11-21T12:10:00Z  no      0     0        plain    @every 10m0s from 1970-01-01T00:00:00Z\n", list(),
+				"no MAX RUNS or UNTIL column while no schedule has an end")
+
+			add("capped", "--max-runs", "3")
+			add("dated", "--until", "2027-01-01T00:00:00+01:00")
+			add("both", "--max-runs", "12", "--until", "2026-12-24", "--tz", "Europe/Warsaw")
+			require.Equal(t, "NAME    NEXT SLOT             PAUSED  RUNS  SKIPPED  MAX RUNS  UNTIL                 COMMAND  SPEC\n"+
+				"both    2026-11-21T12:10:00Z  no      0     0        12        2026-12-23T23:00:00Z  both     @every 10m0s from 1970-01-01T00:00:00Z\n"+
+				"capped  2026-11-21T12:10:00Z  no      0     0        3         -                     capped   @every 10m0s from 1970-01-01T00:00:00Z\n"+
+				"dated   2026-11-21T12:10:00Z  no      0     0        -         2026-12-31T23:00:00Z  dated    @every 10m0s from 1970-01-01T00:00:00Z\n"+
+				"plain   2026-11-21T12:10:00Z  no      0     0        -         -                     plain    @every 10m0s from 1970-01-01T00:00:00Z\n", list())
+			require.Regexp(t, `(?m)^dated\s+2026-11-21T13:10:00\+01:00\s+no\s+0\s+0\s+-\s+2027-01-01T00:00:00\+01:00\s+dated\s`, list("--tz", "Europe/Warsaw"), "UNTIL in --tz")
+
+			add("spread", "--jitter", "1m")
+			require.Regexp(t, `(?m)^NAME\s+NEXT SLOT\s+PAUSED\s+RUNS\s+SKIPPED\s+MAX RUNS\s+UNTIL\s+JITTER\s+OVERLAP\s+COMMAND\s+SPEC\n`+
+				`both\s+\S+\s+no\s+0\s+0\s+12\s+2026-12-23T23:00:00Z\s+-\s+allow\s+both\s+@every`, list())
+			require.Regexp(t, `(?m)^spread\s+\S+\s+no\s+0\s+0\s+-\s+-\s+1m0s\s+allow\s+spread\s+@every`, list())
+
+			var listed []map[string]any
+			require.NoError(t, json.Unmarshal([]byte(list("--json")), &listed))
+			ends := map[string][2]any{}
+			for _, l := range listed {
+				ends[l["name"].(string)] = [2]any{l["max_runs"], l["until"]}
+			}
+			require.Equal(t, map[string][2]any{
+				"both":   {12.0, "2026-12-23T23:00:00Z"},
+				"capped": {3.0, nil},
+				"dated":  {nil, "2026-12-31T23:00:00Z"},
+				"plain":  {nil, nil},
+				"spread": {nil, nil},
+			}, ends)
+		})
+	}
+}
