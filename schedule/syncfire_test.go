@@ -35,7 +35,9 @@ func TestSyncingThousandsWhileTwoProcessorsFireDoesNotDeadlock(t *testing.T) {
 	ctx := context.Background()
 	db, dsn := sqldbtest.Postgres(t)
 	start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
-	clock := clockwork.NewFakeClockAt(start)
+	// Ticks come half a minute past the minute: every slot's jittered
+	// time has come then.
+	clock := clockwork.NewFakeClockAt(start.Add(30 * time.Second))
 	// Two specs with the same slots, every minute, and different text:
 	// each Sync changes every schedule, and reprograms it from now.
 	specs := []schedule.Spec{
@@ -46,10 +48,15 @@ func TestSyncingThousandsWhileTwoProcessorsFireDoesNotDeadlock(t *testing.T) {
 	defs := func(round int) []schedule.Definition {
 		out := make([]schedule.Definition, n)
 		for i := range out {
-			out[i] = schedule.Definition{Name: fmt.Sprintf("s%04d", i), Spec: specs[round%2], Command: "poll"}
+			// The jitter makes the processors take the schedules in an
+			// order of their own (by due time), across Sync's (by name):
+			// so they meet all along, and a Sync that locked a row
+			// before its item would hold one that a batch holding the
+			// item waits for.
+			out[i] = schedule.Definition{Name: fmt.Sprintf("s%04d", i), Spec: specs[round%2], Command: "poll", Jitter: 30 * time.Second}
 		}
-		// Applications declare in their own order: Sync takes the
-		// changed schedules in it.
+		// Applications declare in their own order; Sync takes the
+		// changed schedules by name whatever it is.
 		r := rand.New(rand.NewPCG(uint64(round), 25))
 		r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 		return out
@@ -78,7 +85,7 @@ func TestSyncingThousandsWhileTwoProcessorsFireDoesNotDeadlock(t *testing.T) {
 	const rounds = 6
 	var errs []error
 	for round := 1; round <= rounds; round++ {
-		clock.Advance(time.Minute) // every schedule's slot is due
+		clock.Advance(time.Minute) // every schedule's slot has come
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		fail := func(who string, err error) {
@@ -129,4 +136,52 @@ func TestSyncingThousandsWhileTwoProcessorsFireDoesNotDeadlock(t *testing.T) {
 		fired, skipped = fired+st.Runs, skipped+st.Skipped
 	}
 	t.Logf("%d slots: %d fired, %d skipped by a Sync that reprogrammed their schedule first", n*rounds, fired, skipped)
+}
+
+// Two processes that start at once and Sync the same changed schedules,
+// declared in different orders, wait for each other instead of
+// deadlocking on PostgreSQL: Sync takes the changed schedules in name
+// order, whatever the order declared.
+func TestTwoSyncsChangingTheSameSchedulesInDifferentOrdersDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, dsn := sqldbtest.Postgres(t)
+	other, err := sqldb.Open(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	clock := clockwork.NewFakeClockAt(start)
+	specs := []schedule.Spec{
+		mustSpec(t)(schedule.Cron("* * * * *", nil)),
+		mustSpec(t)(schedule.Every(time.Minute, start)),
+	}
+	defs := func(spec int, seed uint64) []schedule.Definition {
+		out := make([]schedule.Definition, 1000)
+		for i := range out {
+			out[i] = schedule.Definition{Name: fmt.Sprintf("s%04d", i), Spec: specs[spec], Command: "poll"}
+		}
+		r := rand.New(rand.NewPCG(seed, 25))
+		r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+		return out
+	}
+	none := func(context.Context, *sqlx.Tx, schedule.Run) error { return nil }
+	a, err := schedule.Open(ctx, db.DB, none, schedule.WithClock(clock))
+	require.NoError(t, err)
+	b, err := schedule.Open(ctx, other.DB, none, schedule.WithClock(clock))
+	require.NoError(t, err)
+	_, err = a.Sync(ctx, defs(0, 0)...)
+	require.NoError(t, err)
+	for round := 1; round <= 3; round++ {
+		var wg sync.WaitGroup
+		var errA, errB error
+		wg.Go(func() { _, errA = a.Sync(ctx, defs(round%2, uint64(round))...) })
+		wg.Go(func() { _, errB = b.Sync(ctx, defs(round%2, uint64(round+100))...) })
+		wg.Wait()
+		require.NoError(t, errors.Join(errA, errB), "round %d", round)
+		states, err := a.List(ctx)
+		require.NoError(t, err)
+		for _, st := range states {
+			require.Equal(t, specs[round%2].String(), st.Spec, "%s: round %d's spec", st.Name, round)
+		}
+	}
 }
