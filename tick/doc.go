@@ -34,9 +34,12 @@
 //     says what failed and since when until a pass succeeds again;
 //   - a clock going backwards emits nothing twice;
 //   - with WithLease, replicas sharing a SQL store elect one emitter through
-//     a lease with a fencing term, renewed every third of its ttl and
-//     checked before every publish; a stale leader's cursor write fails,
-//     and Stop releases the lease for the next replica — also after
+//     a lease with a fencing term, renewed every third of its ttl — also
+//     while a publish runs, however long it takes — and checked before
+//     every publish; a holder that cannot renew has its publish's context
+//     cancelled (cause ErrLeaseLost) and publishes nothing more, a stale
+//     leader's cursor write fails, and Stop releases the lease for the
+//     next replica — also after
 //     EmitDue or EmitUntil on a ticker never started. Each replica needs
 //     its own holder id: NewHolderID adds a random part to host and pid,
 //     which repeat across containers and run-once processes.
@@ -50,9 +53,9 @@
 // so a new deployment does not replay history.
 //
 // Delivery is at-least-once. A crash between publishing and writing the
-// cursor (written every 256 events during a catch-up, at every lease
-// renewal, and after every live event) re-publishes those events; handlers
-// deduplicate by Event.ID.
+// cursor (written every 256 events during a catch-up, with WithLease at
+// least every third of the lease's ttl, and after every live event)
+// re-publishes those events; handlers deduplicate by Event.ID.
 //
 // Events and TicksSkipped marshal to JSON with their instants printed by
 // FormatTime, which keeps an offset's seconds (local mean time such as

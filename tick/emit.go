@@ -36,10 +36,9 @@ type outcome struct {
 // pass emits, for every unit, what is due in (cursor, now]. A failing unit
 // does not stop the others, except when the lease is lost: then nothing
 // more may be written.
-func (t *Ticker) pass(ctx context.Context, now time.Time, m passMode) (outcome, error) {
+func (t *Ticker) pass(ctx context.Context, now time.Time, m passMode) (out outcome, err error) {
 	t.emitMu.Lock()
 	defer t.emitMu.Unlock()
-	var out outcome
 	if stopping(m.stop) {
 		return out, nil
 	}
@@ -47,21 +46,36 @@ func (t *Ticker) pass(ctx context.Context, now time.Time, m passMode) (outcome, 
 	if err != nil {
 		return out, err
 	}
+	// From here on the keeper renews the lease while the pass runs, and
+	// ends the pass (ctx) should it be lost.
+	ctx, k := t.keepLease(ctx, h)
+	if k != nil {
+		defer func() {
+			held, lost, lostAt, failed := k.close()
+			// Counted and reported here: Observer's callbacks run on the
+			// emitting goroutine.
+			_ = t.storeFailed(failed)
+			if lost != nil {
+				t.lostLease(lostAt, k.term, lost)
+				if !errors.Is(err, ErrLeaseLost) {
+					err = errors.Join(err, lost)
+				}
+			}
+			out.lease = held
+		}()
+	}
 	var errs []error
 	for _, u := range t.cfg.units {
 		if stopping(m.stop) {
 			break
 		}
-		err := t.emitUnit(ctx, h, u, now, m, &out)
+		err := t.emitUnit(ctx, k, u, now, m, &out)
 		if err != nil {
 			errs = append(errs, err)
 			if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrNotLeader) {
 				return out, errors.Join(errs...)
 			}
 		}
-	}
-	if h.term != 0 {
-		out.lease = h
 	}
 	return out, errors.Join(errs...)
 }
@@ -75,10 +89,10 @@ func stopping(stop <-chan struct{}) bool {
 	}
 }
 
-// leaseHold is the lease a pass emits under; zero term without WithLease.
+// leaseHold is a lease taken or renewed; zero term without WithLease.
 type leaseHold struct {
 	term  int64
-	taken time.Time // by the clock, when it was last taken or renewed
+	taken time.Time // by the clock, when the store last confirmed it
 }
 
 // lease takes or renews the lease, recording what it saw in seen.
@@ -96,30 +110,6 @@ func (t *Ticker) lease(ctx context.Context, seen *Lease) (*leaseHold, error) {
 		return nil, fmt.Errorf("%w: %q until %s", ErrNotLeader, l.Holder, FormatTime(l.Expires))
 	}
 	return &leaseHold{term: l.Term, taken: now}, nil
-}
-
-// renewDue reports whether h is old enough to be renewed before the next
-// publish: a third of the ttl leaves two thirds of it for that publish.
-func (t *Ticker) renewDue(h *leaseHold) bool {
-	return h.term != 0 && t.cfg.clock.Since(h.taken) >= t.cfg.ttl/3
-}
-
-// renew renews h in the store; any failure ends the pass, so nothing is
-// published on a lease that may have passed to another replica.
-func (t *Ticker) renew(ctx context.Context, h *leaseHold) error {
-	var seen Lease
-	fresh, err := t.lease(ctx, &seen)
-	if errors.Is(err, ErrNotLeader) {
-		return fmt.Errorf("%w: %q took over (term %d) while this pass ran at term %d", ErrLeaseLost, seen.Holder, seen.Term, h.term)
-	}
-	if err != nil {
-		return fmt.Errorf("tick: renew lease: %w", err)
-	}
-	if fresh.term != h.term {
-		return fmt.Errorf("%w: term %d became %d during the pass", ErrLeaseLost, h.term, fresh.term)
-	}
-	*h = *fresh
-	return nil
 }
 
 // storeFailed counts and reports a failed store call; refusals that are
@@ -141,7 +131,7 @@ func (t *Ticker) advance(ctx context.Context, u Unit, from, to time.Time, term i
 }
 
 // emitUnit is one unit's share of a pass.
-func (t *Ticker) emitUnit(ctx context.Context, h *leaseHold, u Unit, now time.Time, m passMode, out *outcome) error {
+func (t *Ticker) emitUnit(ctx context.Context, k *keeper, u Unit, now time.Time, m passMode, out *outcome) error {
 	loc := t.cfg.loc
 	cur, err := t.store.Cursor(ctx, u)
 	if err != nil {
@@ -155,7 +145,7 @@ func (t *Ticker) emitUnit(ctx context.Context, h *leaseHold, u Unit, now time.Ti
 		}
 		// First run ever: start from now. The latest boundary becomes the
 		// cursor without an event, so a new deployment emits no storm.
-		return t.advance(ctx, u, time.Time{}, Previous(u, now, loc), h.term)
+		return t.advance(ctx, u, time.Time{}, Previous(u, now, loc), k.fencing())
 	}
 	cur = cur.In(loc)
 	first := Next(u, cur, loc)
@@ -172,7 +162,7 @@ func (t *Ticker) emitUnit(ctx context.Context, h *leaseHold, u Unit, now time.Ti
 
 	persisted := cur
 	if p.keepFrom.After(first) {
-		last, err := t.reportSkipped(ctx, h, u, policy, cur, p.keepFrom)
+		last, err := t.reportSkipped(ctx, k, u, policy, cur, p.keepFrom)
 		if err != nil {
 			return err
 		}
@@ -180,7 +170,7 @@ func (t *Ticker) emitUnit(ctx context.Context, h *leaseHold, u Unit, now time.Ti
 		// The cursor moves past the skipped boundaries before anything
 		// else is published: should the next publish fail, the retry
 		// starts after them and does not report them again.
-		if err := t.advance(context.WithoutCancel(ctx), u, cur, last, h.term); err != nil {
+		if err := t.advance(context.WithoutCancel(ctx), u, cur, last, k.fencing()); err != nil {
 			return err
 		}
 		persisted = last
@@ -188,7 +178,7 @@ func (t *Ticker) emitUnit(ctx context.Context, h *leaseHold, u Unit, now time.Ti
 
 	// The first event's Since is still cur, before the skipped boundaries
 	// (see Passage.Since), though the cursor already stands on the last.
-	e := emission{t: t, h: h, unit: u, persisted: persisted, prev: cur}
+	e := emission{t: t, k: k, unit: u, persisted: persisted, prev: cur, savedAt: t.cfg.clock.Now()}
 	for b := p.keepFrom; !b.After(latest) && !stopping(m.stop); b = Next(u, b, loc) {
 		if err := e.emit(ctx, b, !live || b.Before(latest)); err != nil {
 			return errors.Join(err, e.flush(ctx))
@@ -200,7 +190,7 @@ func (t *Ticker) emitUnit(ctx context.Context, h *leaseHold, u Unit, now time.Ti
 
 // reportSkipped publishes the TicksSkipped for the boundaries in
 // (cur, before) and returns the last of them.
-func (t *Ticker) reportSkipped(ctx context.Context, h *leaseHold, u Unit, policy CatchUp, cur, before time.Time) (time.Time, error) {
+func (t *Ticker) reportSkipped(ctx context.Context, k *keeper, u Unit, policy CatchUp, cur, before time.Time) (time.Time, error) {
 	s := TicksSkipped{Unit: u, Policy: policy.name()}
 	for b := range Boundaries(u, cur, before.Add(-time.Nanosecond), t.cfg.loc) {
 		if s.Count == 0 {
@@ -209,14 +199,12 @@ func (t *Ticker) reportSkipped(ctx context.Context, h *leaseHold, u Unit, policy
 		s.To = b
 		s.Count++
 	}
-	if t.renewDue(h) {
-		if err := t.renew(ctx, h); err != nil {
-			return time.Time{}, err
-		}
+	if err := t.mayPublish(ctx, k); err != nil {
+		return time.Time{}, fmt.Errorf("tick: publish %s skip report %s..%s: %w", u, FormatTime(s.From), FormatTime(s.To), err)
 	}
 	s.EmittedAt = t.cfg.clock.Now()
 	if err := t.publish(ctx, s); err != nil {
-		t.publishFailed(u, s.From, err)
+		err = t.publishErr(k, u, s.From, err)
 		return time.Time{}, fmt.Errorf("tick: publish %s skip report %s..%s: %w", u, FormatTime(s.From), FormatTime(s.To), err)
 	}
 	t.stats.skipped.Add(s.Count)
@@ -224,6 +212,30 @@ func (t *Ticker) reportSkipped(ctx context.Context, h *leaseHold, u Unit, policy
 		f(s)
 	}
 	return s.To, nil
+}
+
+// mayPublish returns nil when the next event may be published: the pass
+// was not cancelled and the lease, renewed first if due, still holds.
+func (t *Ticker) mayPublish(ctx context.Context, k *keeper) error {
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	if err := k.renew(ctx); err != nil {
+		return err
+	}
+	return k.holds()
+}
+
+// publishErr is what a failed publish means: when the lease was lost
+// meanwhile, the loss (the publisher gave up because ctx was cancelled,
+// which is not its failure); otherwise a publish failure, counted and
+// reported.
+func (t *Ticker) publishErr(k *keeper, u Unit, b time.Time, err error) error {
+	if lost := k.holds(); lost != nil {
+		return errors.Join(lost, err)
+	}
+	t.publishFailed(u, b, err)
+	return err
 }
 
 func (t *Ticker) publishFailed(u Unit, b time.Time, err error) {
@@ -237,28 +249,26 @@ func (t *Ticker) publishFailed(u Unit, b time.Time, err error) {
 // in batches.
 type emission struct {
 	t         *Ticker
-	h         *leaseHold
+	k         *keeper // nil without WithLease
 	unit      Unit
 	persisted time.Time // the cursor as stored
+	savedAt   time.Time // by the clock, when the cursor was last written
 	prev      time.Time // the last boundary published
 	pending   int
 }
 
 func (e *emission) emit(ctx context.Context, b time.Time, catchUp bool) error {
 	t := e.t
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("tick: emit %s %s: %w", e.unit, FormatTime(b), err)
-	}
-	if t.renewDue(e.h) {
-		// Save what was published while the lease was surely ours, so that
-		// a successor taking over after a stall repeats as little as
-		// possible, then make sure it still is.
+	if e.k != nil && t.cfg.clock.Since(e.savedAt) >= t.renewEvery() {
+		// Save what was published while the lease was surely ours, every
+		// third of the ttl, so that a successor taking over after a stall
+		// repeats as little as possible.
 		if err := e.flush(ctx); err != nil {
 			return err
 		}
-		if err := t.renew(ctx, e.h); err != nil {
-			return err
-		}
+	}
+	if err := t.mayPublish(ctx, e.k); err != nil {
+		return fmt.Errorf("tick: emit %s %s: %w", e.unit, FormatTime(b), err)
 	}
 	at := t.cfg.clock.Now()
 	ev, err := NewEvent(e.unit, Passage{At: b, Since: e.prev, EmittedAt: at, CatchUp: catchUp})
@@ -266,8 +276,7 @@ func (e *emission) emit(ctx context.Context, b time.Time, catchUp bool) error {
 		return err
 	}
 	if err := t.publish(ctx, ev); err != nil {
-		t.publishFailed(e.unit, b, err)
-		return fmt.Errorf("tick: publish %s: %w", ev.ID(), err)
+		return fmt.Errorf("tick: publish %s: %w", ev.ID(), t.publishErr(e.k, e.unit, b, err))
 	}
 	t.stats.emitted.Add(1)
 	if f := t.cfg.observer.Emitted; f != nil {
@@ -284,11 +293,13 @@ func (e *emission) emit(ctx context.Context, b time.Time, catchUp bool) error {
 // is fenced by the lease's term, so a holder that lost the lease cannot
 // move it.
 func (e *emission) flush(ctx context.Context) error {
+	e.savedAt = e.t.cfg.clock.Now()
 	if !e.prev.After(e.persisted) {
 		return nil
 	}
-	// A cancelled pass still records what it published.
-	if err := e.t.advance(context.WithoutCancel(ctx), e.unit, e.persisted, e.prev, e.h.term); err != nil {
+	// A cancelled pass still records what it published; one that lost the
+	// lease is refused by the fence.
+	if err := e.t.advance(context.WithoutCancel(ctx), e.unit, e.persisted, e.prev, e.k.fencing()); err != nil {
 		return err
 	}
 	e.persisted, e.pending = e.prev, 0

@@ -48,9 +48,9 @@ const (
 	// now plus it is still an instant a store can hold.
 	MaxDuration = 100 * 365 * 24 * time.Hour
 	// MinLeaseTTL is WithLease's shortest ttl. The holder renews the lease
-	// every third of it, a store transaction each time, and must finish
-	// each publish within that third; below a second the renewals keep the
-	// database busy and a garbage-collection pause loses the lease.
+	// every third of it, a store transaction each time, also while a
+	// publish runs; below a second the renewals keep the database busy and
+	// a garbage-collection pause loses the lease.
 	MinLeaseTTL = time.Second
 	// MinRetryBackoff is WithRetryBackoff's shortest delay: a failed pass
 	// retried sooner hammers the failing store or receiver in a loop.
@@ -142,20 +142,39 @@ func WithCatchUp(u Unit, policy CatchUp) Option {
 // WithLease makes the ticker one of several replicas sharing its store: it
 // emits only while it holds the store's lease, taken as holder for ttl.
 // The holder renews it every ttl/3, whether or not a boundary is due, and
-// checks it before every publish, so it never publishes on a lease older
-// than ttl/3 and a healthy holder's lease never lapses. A standby wakes when
-// the current lease expires and takes it over. Stop releases the lease: a
-// restarted or new replica takes it at once, a standby at the latest when
-// the released lease would have expired. The new fencing term makes any
-// late cursor write of an old holder fail.
+// while a pass runs a keeper goroutine renews it every ttl/3 on the
+// ticker's clock, during each publish and between them, so a healthy
+// holder's lease never lapses however long its publisher takes: a slow
+// handler, or hundreds of them in one publish, cost the lease nothing.
+// Renewals keep the fencing term, so the pass's own cursor writes are not
+// disturbed by them. A standby wakes when the current lease expires and
+// takes it over. Stop releases the lease: a restarted or new replica takes
+// it at once, a standby at the latest when the released lease would have
+// expired. The new fencing term makes any late cursor write of an old
+// holder fail.
 //
-// A holder that stalls longer than its lease (a long pause inside one
-// publish) loses it: its successor re-publishes what the stalled holder
-// published since its last cursor write, which the holder makes at every
-// renewal — at most the events of the last ttl/3 before the stall, and at
-// most 256. Every replica sharing a store must use WithLease with its own
-// holder id (NewHolderID makes one); ttl is how long the boundaries go
-// without an emitter after a crash, from MinLeaseTTL to MaxDuration.
+// A holder that cannot renew stops deciding at once: when a renewal fails
+// (the store errs or does not answer before the lease's end), finds
+// another holder, or comes after the lease ran out (the process stalled
+// longer than the ttl: SIGSTOP, a long pause), the context passed to
+// Publish is cancelled with a cause wrapping ErrLeaseLost
+// (context.Cause), no further event of the pass is published, and the
+// pass's cursor write is refused by the fence if another replica took
+// over. A publisher should therefore pass ctx on to its handlers and
+// return when it is done: what it still posts after that is posted beside
+// the new holder. A holder that cannot renew loses the lease even when the
+// store failed only once; its next pass takes it again (the same term, if
+// no one else took it) after the retry backoff. Health reports a pass
+// still running a ttl after its lease was last confirmed, and
+// LastLeaseLoss the last lease lost during a pass.
+//
+// A successor re-publishes what the old holder published since its last
+// cursor write, which a pass makes at least every ttl/3 — at most the
+// events of the last ttl/3 before the loss, and at most 256 — plus the
+// event in flight. Every replica sharing a store must use WithLease with
+// its own holder id (NewHolderID makes one); ttl is how long the
+// boundaries go without an emitter after a crash, from MinLeaseTTL to
+// MaxDuration.
 //
 // A ticker that only runs EmitDue or EmitUntil, never Start, takes the
 // lease too; call Stop when done to release it (see Stop).

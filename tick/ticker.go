@@ -47,6 +47,8 @@ type Ticker struct {
 	progress                // guarded by mu; see wake.go
 	wakeState               // guarded by mu; see wake.go
 	health    health        // guarded by mu; see Health
+	keeping   *keeper       // guarded by mu; the keeper of the pass in flight, if any
+	leaseLoss LeaseLoss     // guarded by mu; see LastLeaseLoss
 }
 
 // New returns a Ticker publishing to pub and keeping its cursors in store.
@@ -303,18 +305,64 @@ type health struct {
 // failed. A standby replica (ErrNotLeader) is healthy: another emits. A
 // pass cut short by Stop or by its caller's context changes nothing.
 //
+// With WithLease, a pass still running a ttl or more after the store last
+// confirmed its lease is unhealthy while it runs: an error wrapping
+// ErrUnhealthy and ErrLeaseLost says since when the lease is unconfirmed.
+// That is a publish that ignores its cancelled context after the lease was
+// lost, or a store that hangs; the keeper (see WithLease) normally renews
+// the lease every third of the ttl, however long a publish takes. A lease
+// lost during a pass that then ended is no failure of its own (another
+// replica emits, or the next pass takes the lease again): LastLeaseLoss
+// tells when it last happened.
+//
 // Every pass counts: wake-ups of a started ticker, EmitDue and EmitUntil.
 // A failed wake-up is retried after the retry backoff (WithRetryBackoff),
 // so a store that recovers turns Health back to nil within that backoff.
 func (t *Ticker) Health() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if taken := t.keeping.unrenewed(); !taken.IsZero() {
+		if now := t.cfg.clock.Now(); now.Sub(taken) >= t.cfg.ttl {
+			return fmt.Errorf("%w: a pass still runs on a lease last confirmed %v ago, at %s (ttl %v): %w",
+				ErrUnhealthy, now.Sub(taken), FormatTime(taken), t.cfg.ttl, ErrLeaseLost)
+		}
+	}
 	h := t.health
 	if h.err == nil {
 		return nil
 	}
 	return fmt.Errorf("%w since %s (%d failed passes in a row, the last at %s): %w",
 		ErrUnhealthy, FormatTime(h.since), h.failures, FormatTime(h.last), h.err)
+}
+
+// LeaseLoss is a lease lost while a pass emitted under it (LastLeaseLoss).
+type LeaseLoss struct {
+	// At is when the pass found the lease lost, by the ticker's clock.
+	At time.Time
+	// Term is the fencing term the pass held.
+	Term int64
+	// Err says why, and wraps ErrLeaseLost: a renewal that failed, found
+	// another holder, or came after the lease had run out (the process
+	// stalled past the ttl).
+	Err error
+}
+
+// LastLeaseLoss returns the last lease lost during a pass and true, or
+// false when no pass has lost one. A holder loses its lease only when it
+// cannot renew it — its store failed or it stalled longer than the ttl —
+// so a health check may treat a recent loss as degraded even though the
+// ticker, a standby now or the holder again, is healthy (Health).
+func (t *Ticker) LastLeaseLoss() (LeaseLoss, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.leaseLoss, t.leaseLoss.Err != nil
+}
+
+// lostLease records a lease lost during a pass, for LastLeaseLoss.
+func (t *Ticker) lostLease(at time.Time, term int64, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.leaseLoss = LeaseLoss{At: at, Term: term, Err: err}
 }
 
 // record keeps a pass's outcome for Health.
