@@ -69,6 +69,11 @@ func (t *Ticker) pass(ctx context.Context, now time.Time, m passMode) (out outco
 		if stopping(m.stop) {
 			break
 		}
+		if err := k.holds(); err != nil {
+			// Lost between two units: the next unit's reads would fail on
+			// the cancelled context and count as store failures.
+			return out, errors.Join(append(errs, err)...)
+		}
 		err := t.emitUnit(ctx, k, u, now, m, &out)
 		if err != nil {
 			errs = append(errs, err)

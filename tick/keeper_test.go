@@ -159,15 +159,18 @@ func TestLeaseHoldsWhileAPublishOutlastsTheTTL(t *testing.T) {
 			// 3 × ttl, a third at a time. Should the keeper stop waiting
 			// (it gave up the lease), the rest passes at once, so that what
 			// a second replica finds says what that cost.
+			waiting := true
 			for elapsed := time.Duration(0); elapsed < 3*ttl; elapsed += ttl / 3 {
-				if !keeperWaiting(t, clock) {
+				if waiting = keeperWaiting(t, clock); !waiting {
 					t.Errorf("the keeper does not wait for a renewal after %v inside one publish", elapsed)
 					clock.Advance(3*ttl - elapsed)
 					break
 				}
 				clock.Advance(ttl / 3)
 			}
-			keeperWaiting(t, clock)
+			if waiting {
+				keeperWaits(t, clock) // the last renewal is done
+			}
 			b, err := New(&recorder{}, second(), WithClock(clock), WithUnits(Minute), WithLease("b", ttl), WithLogger(discard))
 			require.NoError(t, err)
 			require.ErrorIs(t, b.EmitDue(ctx), ErrNotLeader, "a's lease is live after 3 ttls inside one publish")
@@ -290,4 +293,39 @@ func TestHealthShowsAPassRunningOnAnUnconfirmedLease(t *testing.T) {
 	require.True(t, ok)
 	require.ErrorIs(t, loss.Err, errUnreachable)
 	require.True(t, loss.At.Equal(lostAt), "lost at %v, want %v", loss.At, lostAt)
+}
+
+// TestALeaseLostBetweenUnitsEndsThePass loses the lease in the minute's
+// last publish, whose publisher ignores the cancelled ctx and returns
+// nil: the pass ends there, before the hour, and the only store failure
+// counted is the renewal's, not a read on the cancelled context.
+func TestALeaseLostBetweenUnitsEndsThePass(t *testing.T) {
+	t.Parallel()
+	const ttl = 30 * time.Second
+	for _, f := range storeFactories() {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			opened, _ := f.open(t)
+			store := &failingRenewals{CursorStore: opened}
+			clock := clockwork.NewFakeClockAt(epoch)
+			pub := newSlowHandler(t)
+			pub.ignoreCtx = true
+			from := epoch.Truncate(time.Minute).Add(-time.Minute)
+			require.NoError(t, store.Advance(ctx, Minute, time.Time{}, from, 0))
+			require.NoError(t, store.Advance(ctx, Hour, time.Time{}, epoch.Truncate(time.Hour), 0))
+			a, err := New(pub, store, WithClock(clock), WithUnits(Minute, Hour), WithLease("a", ttl), WithLogger(discard))
+			require.NoError(t, err)
+			done := make(chan error, 1)
+			go func() { done <- a.EmitDue(ctx) }()
+			await(t, pub.entered, "the minute's publish starts")
+			keeperWaits(t, clock)
+			store.fail.Store(true)
+			clock.Advance(ttl / 3)
+			await(t, pub.cancelled, "the keeper cancels the publish's ctx")
+			pub.open()
+			require.ErrorIs(t, awaitErr(t, done, "the pass ends"), ErrLeaseLost)
+			require.Equal(t, int64(1), a.Stats().StoreFailures, "the failed renewal, nothing else")
+		})
+	}
 }
