@@ -1,0 +1,42 @@
+// Package outbox delivers what a transaction decided only after it
+// commits, and all of it: the transactional outbox, with a relay per sink
+// that reads committed records from a durable checkpoint of its own.
+//
+// A deciding transaction (a schedule's slot fired, a boundary emitted)
+// records what leaves the process with [Outbox.WriteTx], in that same
+// transaction: a rolled-back decision leaves no record, so nothing
+// uncommitted is ever delivered. Each record has a stream (what orders
+// it: a schedule, a unit of time) and a key, its stable identity (the slot
+// id of a run, the unit and boundary of a tick); writing a key that is
+// there already does nothing, so a decision retried after a crash records
+// once.
+//
+// A [Relay] delivers one sink's records: every committed record at least
+// once, after the commit, under its key, so a receiver de-duplicates by
+// the key. A stream's records reach the sink in order; different streams
+// are delivered in parallel (WithParallel), so one slow or failing
+// receiver request delays only its own stream. A refused delivery is
+// retried with backoff (nothing is decided again), and a record refused
+// WithMaxAttempts times is parked: its stream moves on, and the record
+// stays listed by [Outbox.Parked], never dropped.
+//
+// # Reading what committed, in order
+//
+// Positions are assigned when a record is inserted, not when its
+// transaction commits, so on PostgreSQL a record can commit after one
+// with a higher position was read: a reader that moved its checkpoint
+// past the higher one would skip it for ever. Each record therefore
+// carries the id of the transaction that wrote it, records are read in
+// (transaction, position) order, and a pass reads only the records of
+// transactions older than every transaction still running
+// (pg_snapshot_xmin): none of those can still add a record, so the
+// checkpoint never passes one that is yet to commit. A long transaction
+// that wrote a record (or any transaction holding an id) delays delivery
+// until it ends; it never loses a record. SQLite has one writer at a
+// time, so its positions follow commit order.
+//
+// The relay's checkpoints are per sink and per stream, moved only forward
+// (several relays of one sink deliver some records twice, never skip one),
+// and its retries are stored, so a restart resumes where the last pass
+// ended and counts attempts across restarts.
+package outbox

@@ -1,0 +1,404 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/outbox"
+)
+
+var t0 = time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+
+// receiver is a sink that keeps what it took, in order, and refuses what
+// its refuse function says.
+type receiver struct {
+	mu       sync.Mutex
+	got      []outbox.Message
+	refuse   func(m outbox.Message) error
+	attempts int // deliveries offered, taken or not
+}
+
+func (r *receiver) deliver(_ context.Context, m outbox.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.attempts++
+	if r.refuse != nil {
+		if err := r.refuse(m); err != nil {
+			return err
+		}
+	}
+	r.got = append(r.got, m)
+	return nil
+}
+
+func (r *receiver) offered() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.attempts
+}
+
+func (r *receiver) keys() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	keys := make([]string, len(r.got))
+	for i, m := range r.got {
+		keys[i] = m.Key
+	}
+	return keys
+}
+
+// keysOf returns the keys r took of stream, in the order it took them.
+func (r *receiver) keysOf(stream string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var keys []string
+	for _, m := range r.got {
+		if m.Stream == stream {
+			keys = append(keys, m.Key)
+		}
+	}
+	return keys
+}
+
+func open(t *testing.T, b sqldbtest.Backend, clock clockwork.Clock) (*sqldb.DB, *outbox.Outbox) {
+	t.Helper()
+	db, _ := b.Open(t)
+	o, err := outbox.Open(context.Background(), db.DB, outbox.WithClock(clock))
+	require.NoError(t, err)
+	return db, o
+}
+
+func write(t *testing.T, db *sqldb.DB, o *outbox.Outbox, records ...outbox.Record) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.BeginTxx(ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, o.WriteTx(ctx, tx, records...))
+	require.NoError(t, tx.Commit())
+}
+
+// passUntil passes until the sink took want records: on PostgreSQL a
+// pass reads nothing past a transaction still running anywhere on the
+// server (other tests' included), so one pass may come too early.
+func passUntil(t *testing.T, relay *outbox.Relay, r *receiver, want int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(r.keys()) < want {
+		_, err := relay.Pass(context.Background())
+		require.NoError(t, err)
+		if time.Now().After(deadline) {
+			t.Fatalf("the sink took %v, not %d records", r.keys(), want)
+		}
+	}
+}
+
+func rec(stream, key string) outbox.Record {
+	return outbox.Record{Stream: stream, Key: key, Type: "Test", Body: []byte(`{"key":"` + key + `"}`)}
+}
+
+// A record written in a transaction that rolls back is never delivered;
+// one that commits is delivered once, however often it is written.
+func TestOnlyWhatCommittedIsDelivered(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db, o := open(t, b, clockwork.NewFakeClockAt(t0))
+			tx, err := db.BeginTxx(ctx, nil)
+			require.NoError(t, err)
+			require.NoError(t, o.WriteTx(ctx, tx, rec("s", "rolled-back")))
+			require.NoError(t, tx.Rollback())
+			write(t, db, o, rec("s", "a"), rec("s", "b"))
+			write(t, db, o, rec("s", "a")) // the same decision, recorded again
+			r := &receiver{}
+			relay, err := outbox.NewRelay(o, "hook", r.deliver)
+			require.NoError(t, err)
+			passUntil(t, relay, r, 2)
+			require.Equal(t, []string{"a", "b"}, r.keys())
+			require.Equal(t, `{"key":"a"}`, string(r.got[0].Body))
+			require.Equal(t, t0, r.got[0].RecordedAt)
+			require.Equal(t, 1, r.got[0].Attempt)
+
+			res, err := relay.Pass(ctx)
+			require.NoError(t, err)
+			require.Zero(t, res.Delivered, "the checkpoint holds")
+			again, err := outbox.NewRelay(o, "hook", r.deliver)
+			require.NoError(t, err)
+			_, err = again.Pass(ctx)
+			require.NoError(t, err)
+			require.Equal(t, []string{"a", "b"}, r.keys(), "a new relay of the sink resumes at its checkpoint")
+
+			other := &receiver{}
+			second, err := outbox.NewRelay(o, "log", other.deliver)
+			require.NoError(t, err)
+			passUntil(t, second, other, 2)
+			require.Equal(t, []string{"a", "b"}, other.keys(), "each sink has its own checkpoint")
+		})
+	}
+}
+
+// PostgreSQL assigns a record's position when it is inserted, not when
+// it commits: a record that commits after a later-positioned one was
+// read is still delivered, before it in order.
+func TestARecordCommittedLateIsNotSkipped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := sqldbtest.Postgres(t)
+	o, err := outbox.Open(ctx, db.DB)
+	require.NoError(t, err)
+	slow, err := db.BeginTxx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = slow.Rollback() }()
+	require.NoError(t, o.WriteTx(ctx, slow, rec("s", "first-written"))) // takes the lower position
+	write(t, db, o, rec("s", "committed-first"))
+
+	r := &receiver{}
+	relay, err := outbox.NewRelay(o, "hook", r.deliver)
+	require.NoError(t, err)
+	_, err = relay.Pass(ctx)
+	require.NoError(t, err)
+	require.Empty(t, r.keys(), "nothing after a transaction still running is read")
+
+	require.NoError(t, slow.Commit())
+	passUntil(t, relay, r, 2)
+	require.Equal(t, []string{"first-written", "committed-first"}, r.keys())
+}
+
+// Writers committing and rolling back at random while a relay passes
+// over and over: what the sink took is exactly what committed, each
+// stream in the order its writer committed it.
+func TestConcurrentWritersLoseNothingAndDeliverNothingUncommitted(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db, o := open(t, b, clockwork.NewRealClock())
+			r := &receiver{}
+			relay, err := outbox.NewRelay(o, "hook", r.deliver, outbox.WithPage(7))
+			require.NoError(t, err)
+			const writers, each = 4, 40
+			committed := make([][]string, writers)
+			var wg sync.WaitGroup
+			for w := range writers {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(w), 1))
+					stream := fmt.Sprint("stream-", w)
+					for i := range each {
+						key := fmt.Sprintf("%s/%d", stream, i)
+						tx, err := db.BeginTxx(ctx, nil)
+						if !assertNoError(t, err) {
+							return
+						}
+						if !assertNoError(t, o.WriteTx(ctx, tx, rec(stream, key))) {
+							_ = tx.Rollback()
+							return
+						}
+						time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond) // hold the transaction open a while
+						if rng.IntN(4) == 0 {
+							_ = tx.Rollback()
+							continue
+						}
+						if !assertNoError(t, tx.Commit()) {
+							return
+						}
+						committed[w] = append(committed[w], key)
+					}
+				})
+			}
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			for passing := true; passing; {
+				select {
+				case <-done:
+					passing = false
+				default:
+				}
+				_, err := relay.Pass(ctx)
+				require.NoError(t, err)
+			}
+			for { // what committed last
+				res, err := relay.Pass(ctx)
+				require.NoError(t, err)
+				if res.Delivered == 0 && !res.More {
+					break
+				}
+			}
+			for w := range writers {
+				stream := fmt.Sprint("stream-", w)
+				require.Equal(t, committed[w], r.keysOf(stream), stream)
+			}
+			require.Len(t, r.keys(), len(slices.Concat(committed...)), "nothing twice")
+		})
+	}
+}
+
+func assertNoError(t *testing.T, err error) bool {
+	t.Helper()
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	return true
+}
+
+// A refused record holds back the rest of its stream until it is taken;
+// other streams go on. It is retried after its backoff, the observer told
+// of a retry in the future.
+func TestARefusalHoldsItsStreamOnly(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			clock := clockwork.NewFakeClockAt(t0)
+			db, o := open(t, b, clock)
+			write(t, db, o, rec("a", "a1"), rec("b", "b1"), rec("a", "a2"), rec("b", "b2"))
+			refusals := 0
+			r := &receiver{refuse: func(m outbox.Message) error {
+				if m.Key == "a1" && refusals < 2 {
+					refusals++
+					return errors.New("503 Service Unavailable")
+				}
+				return nil
+			}}
+			var retries []time.Time
+			relay, err := outbox.NewRelay(o, "hook", r.deliver, outbox.WithBackoff(time.Second, time.Minute),
+				outbox.WithObserver(outbox.Observer{Refused: func(m outbox.Message, err error, next time.Time) {
+					require.Equal(t, "a1", m.Key)
+					require.ErrorContains(t, err, "503")
+					retries = append(retries, next)
+				}}))
+			require.NoError(t, err)
+			passUntil(t, relay, r, 2)
+			require.Equal(t, []string{"b1", "b2"}, r.keys())
+			require.Equal(t, 1, refusals)
+
+			_, err = relay.Pass(ctx)
+			require.NoError(t, err)
+			require.Equal(t, []string{"b1", "b2"}, r.keys(), "not before its backoff ends")
+
+			clock.Advance(time.Second)
+			res, err := relay.Pass(ctx)
+			require.NoError(t, err)
+			require.Equal(t, t0.Add(3*time.Second), res.NextRetry, "the second refusal waits twice as long")
+			clock.Advance(2 * time.Second)
+			_, err = relay.Pass(ctx)
+			require.NoError(t, err)
+			require.Equal(t, []string{"a1", "a2"}, r.keysOf("a"), "in order")
+			require.Equal(t, 3, r.got[2].Attempt, "its third attempt")
+			require.Equal(t, []time.Time{t0.Add(time.Second), t0.Add(3 * time.Second)}, retries)
+			st := relay.Stats()
+			require.Equal(t, int64(4), st.Delivered)
+			require.Equal(t, int64(2), st.Refused)
+		})
+	}
+}
+
+// A record refused WithMaxAttempts times is parked: listed with its last
+// error, its stream going on without it, its attempts counted across
+// relays (a restart does not start them over).
+func TestARecordRefusedForGoodIsParkedAndListed(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			clock := clockwork.NewFakeClockAt(t0)
+			db, o := open(t, b, clock)
+			write(t, db, o, rec("a", "a1"), rec("a", "a2"))
+			r := &receiver{refuse: func(m outbox.Message) error {
+				if m.Key == "a1" {
+					return fmt.Errorf("422: attempt %d refused", m.Attempt)
+				}
+				return nil
+			}}
+			relayFor := func() *outbox.Relay {
+				relay, err := outbox.NewRelay(o, "hook", r.deliver, outbox.WithMaxAttempts(3), outbox.WithBackoff(time.Second, time.Second))
+				require.NoError(t, err)
+				return relay
+			}
+			for range 3 { // a new relay each time, as after restarts
+				relay := relayFor()
+				deadline := time.Now().Add(30 * time.Second)
+				for offered := r.offered(); r.offered() == offered; { // until this relay got to it
+					_, err := relay.Pass(ctx)
+					require.NoError(t, err)
+					require.False(t, time.Now().After(deadline), "a1 is not offered again")
+				}
+				clock.Advance(time.Second)
+			}
+			require.Equal(t, []string{"a2"}, r.keys())
+			parked, err := o.Parked(ctx, "hook")
+			require.NoError(t, err)
+			require.Len(t, parked, 1)
+			require.Equal(t, "a1", parked[0].Key)
+			require.Equal(t, "hook", parked[0].Sink)
+			require.Equal(t, 3, parked[0].Attempt)
+			require.Equal(t, "422: attempt 3 refused", parked[0].LastError)
+			none, err := o.Parked(ctx, "log")
+			require.NoError(t, err)
+			require.Empty(t, none)
+		})
+	}
+}
+
+// One stream's slow request does not hold the others: they are delivered
+// while it waits.
+func TestStreamsAreDeliveredInParallel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, o := open(t, sqldbtest.Backend{Name: "sqlite", Open: sqldbtest.SQLite}, clockwork.NewFakeClockAt(t0))
+	write(t, db, o, rec("slow", "s1"), rec("fast", "f1"), rec("fast", "f2"))
+	fastDone := make(chan struct{})
+	var fast sync.WaitGroup
+	fast.Add(2)
+	go func() { fast.Wait(); close(fastDone) }()
+	relay, err := outbox.NewRelay(o, "hook", func(ctx context.Context, m outbox.Message) error {
+		if m.Stream == "fast" {
+			fast.Done()
+			return nil
+		}
+		select { // the slow request ends only once the others were taken
+		case <-fastDone:
+			return nil
+		case <-time.After(30 * time.Second):
+			return errors.New("the other stream waited for this one")
+		}
+	}, outbox.WithParallel(2))
+	require.NoError(t, err)
+	res, err := relay.Pass(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, res.Delivered)
+}
+
+// Bad input is refused, naming what was wrong.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, o := open(t, sqldbtest.Backend{Name: "sqlite", Open: sqldbtest.SQLite}, clockwork.NewFakeClockAt(t0))
+	err := o.WriteTx(ctx, db, outbox.Record{Stream: "s"})
+	require.ErrorIs(t, err, outbox.ErrInvalidArgument)
+	require.ErrorContains(t, err, "key")
+	err = o.WriteTx(ctx, db, outbox.Record{Key: "k"})
+	require.ErrorContains(t, err, "stream")
+	require.ErrorIs(t, o.WriteTx(ctx, nil, rec("s", "k")), outbox.ErrInvalidArgument)
+	_, err = outbox.NewRelay(o, "", func(context.Context, outbox.Message) error { return nil })
+	require.ErrorIs(t, err, outbox.ErrInvalidArgument)
+	_, err = outbox.NewRelay(o, "hook", func(context.Context, outbox.Message) error { return nil }, outbox.WithParallel(0))
+	require.ErrorIs(t, err, outbox.ErrInvalidOption)
+	_, err = outbox.NewRelay(o, "hook", func(context.Context, outbox.Message) error { return nil }, outbox.WithBackoff(time.Minute, time.Second))
+	require.ErrorIs(t, err, outbox.ErrInvalidOption)
+}
