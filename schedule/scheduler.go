@@ -350,6 +350,13 @@ func (d Definition) validate() error {
 	case d.Jitter < 0 || d.Jitter > MaxInterval:
 		return fmt.Errorf("%w: schedule %q: Jitter %v must be between 0 and %v", ErrInvalidSpec, d.Name, d.Jitter, MaxInterval)
 	}
+	if !d.Until.IsZero() {
+		// Stored as nanoseconds, an Until outside their range would wrap
+		// around to another instant: an end in 2300 would end it in 1700.
+		if err := sqldb.CheckTime(d.Until); err != nil {
+			return fmt.Errorf("%w: schedule %q: Until: %w", ErrInvalidSpec, d.Name, err)
+		}
+	}
 	if d.CatchUp != nil {
 		if a, ok := d.CatchUp.(tick.All); ok && (a.Window <= 0 || a.Max <= 0 || a.Window > tick.MaxDuration) {
 			return fmt.Errorf("%w: schedule %q: catch-up All needs a positive Window (at most %v) and Max, got %v and %d", ErrInvalidSpec, d.Name, tick.MaxDuration, a.Window, a.Max)

@@ -465,6 +465,8 @@ func TestSyncRejectsBadDefinitions(t *testing.T) {
 		{[]schedule.Definition{{Name: "x", Spec: hourly}, {Name: "x", Spec: hourly}}, `"x" is declared twice`},
 		{[]schedule.Definition{{Name: "x", Spec: hourly, MaxRuns: -1}}, "MaxRuns -1 is negative"},
 		{[]schedule.Definition{{Name: "x", Spec: hourly, CatchUp: tick.All{}}}, "catch-up All needs a positive Window"},
+		{[]schedule.Definition{{Name: "x", Spec: hourly, Until: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}}, "Until: sqldb: instant out of the storable range: 2300-01-01T00:00:00Z"},
+		{[]schedule.Definition{{Name: "x", Spec: hourly, Until: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)}}, "Until: sqldb: instant out of the storable range: 1600"},
 	} {
 		_, err := n.s.Sync(context.Background(), c.defs...)
 		require.ErrorIs(t, err, schedule.ErrInvalidSpec, c.want)
