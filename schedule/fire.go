@@ -66,6 +66,14 @@ func (s *Scheduler) fireBatch(ctx context.Context, tx *sqlx.Tx, items []todolist
 			err = s.moveOn(ctx, tx, fs, now)
 		}
 	}
+	if err == nil && s.recordTx != nil {
+		for _, r := range reports {
+			if err = s.recordTx(ctx, tx, r); err != nil {
+				err = fmt.Errorf("record the report of %d slots of %q skipped: %w", r.Count, r.Schedule, err)
+				break
+			}
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("schedule: fire %d slots: %w", len(items), err)
 	}

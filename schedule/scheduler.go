@@ -180,6 +180,7 @@ type Scheduler struct {
 	handler   Handler
 	clock     clockwork.Clock
 	publisher tick.Publisher
+	recordTx  func(ctx context.Context, tx *sqlx.Tx, r SlotsSkipped) error
 	live      time.Duration
 
 	mu       sync.Mutex
@@ -200,6 +201,22 @@ func WithClock(c clockwork.Clock) Option {
 			return fmt.Errorf("%w: WithClock: clock must not be nil", ErrInvalidSpec)
 		}
 		s.clock = c
+		return nil
+	}
+}
+
+// WithSkipsRecordedTx hands every SlotsSkipped to record inside the
+// transaction that counted it, before it commits: for an outbox, so that
+// a report is delivered if and only if the firing that decided it
+// commits (WithPublisher publishes after the commit, and loses a report
+// when the process ends in between). An error from record fails the
+// batch: its slots are retried, and nothing of it is stored.
+func WithSkipsRecordedTx(record func(ctx context.Context, tx *sqlx.Tx, r SlotsSkipped) error) Option {
+	return func(s *Scheduler) error {
+		if record == nil {
+			return fmt.Errorf("%w: WithSkipsRecordedTx: nil function", ErrInvalidSpec)
+		}
+		s.recordTx = record
 		return nil
 	}
 }

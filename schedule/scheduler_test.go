@@ -724,3 +724,60 @@ func TestASlotAlreadyRunIsNotRunAgain(t *testing.T) {
 		})
 	}
 }
+
+// WithSkipsRecordedTx records a skip report in the firing's own
+// transaction: a firing that fails stores neither its run nor its report,
+// and the one that commits stores both, once.
+func TestSkipReportsAreRecordedInTheFiringTransaction(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+			db, _ := b.Open(t)
+			_, err := db.ExecContext(ctx, `CREATE TABLE skip_reports (schedule TEXT NOT NULL, count BIGINT NOT NULL)`)
+			require.NoError(t, err)
+			clock := clockwork.NewFakeClockAt(start)
+			refuse := true
+			n := newNode(t, db.DB, clock, &recorder{}, schedule.WithSkipsRecordedTx(func(ctx context.Context, tx *sqlx.Tx, r schedule.SlotsSkipped) error {
+				if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO skip_reports (schedule, count) VALUES (?, ?)`), r.Schedule, r.Count); err != nil {
+					return err
+				}
+				if refuse {
+					return errors.New("the outbox is full")
+				}
+				return nil
+			}))
+			_, err = n.s.Sync(ctx, schedule.Definition{Name: "hourly", Spec: mustSpec(t)(schedule.Cron("0 * * * *", nil))})
+			require.NoError(t, err)
+			clock.Advance(72*time.Hour + 10*time.Minute) // down for three days
+			res := n.process(t, clock)
+			require.Equal(t, 1, res.Failed, "the batch fails with its report")
+			count := func() (rows int, total int64) {
+				require.NoError(t, db.GetContext(ctx, &rows, `SELECT COUNT(*) FROM skip_reports`))
+				if rows > 0 {
+					require.NoError(t, db.GetContext(ctx, &total, `SELECT SUM(count) FROM skip_reports`))
+				}
+				return rows, total
+			}
+			rows, _ := count()
+			require.Zero(t, rows, "nothing of the failed firing is stored")
+			states, err := n.s.List(ctx)
+			require.NoError(t, err)
+			require.Zero(t, states[0].Runs, "its run rolled back with it")
+			require.Zero(t, states[0].Skipped)
+
+			refuse = false
+			clock.Advance(time.Minute) // past the backoff
+			n.process(t, clock)
+			rows, total := count()
+			require.Equal(t, 1, rows)
+			require.Equal(t, int64(71), total, "the 71 slots before the latest, once")
+			states, err = n.s.List(ctx)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), states[0].Runs, "the latest fired with it")
+			require.Equal(t, int64(71), states[0].Skipped)
+		})
+	}
+}
