@@ -108,16 +108,6 @@ func (k *keeper) untilDue() time.Duration {
 	return max(k.taken.Add(k.t.renewEvery()).Sub(k.t.cfg.clock.Now()), 0)
 }
 
-// due reports whether the lease is old enough to be renewed.
-func (k *keeper) due() bool {
-	if k == nil {
-		return false
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.t.cfg.clock.Since(k.taken) >= k.t.renewEvery()
-}
-
 // renew renews the lease if it is due and returns nil while the pass may
 // go on deciding. Any failure to renew ends the pass (see lose): a lease
 // that may have passed to another replica decides nothing. A renewal cut
