@@ -60,3 +60,56 @@ func TestHealthReportsStoreFailuresAndIgnoresStandby(t *testing.T) {
 	require.ErrorIs(t, standby.EmitDue(ctx), ErrNotLeader)
 	require.NoError(t, standby.Health(), "a standby is healthy: the leader emits")
 }
+
+// holdsPublisher asks its ticker, during every publish, whether it holds
+// the lease.
+type holdsPublisher struct {
+	t    *Ticker
+	seen []bool
+}
+
+func (p *holdsPublisher) Publish(context.Context, ...any) error {
+	p.seen = append(p.seen, p.t.HoldsLease())
+	return nil
+}
+
+// HoldsLease follows the lease as the store confirmed it: the holder
+// while its lease runs (during a pass too), a standby not until it takes
+// the lease, nobody once it lapsed or was released.
+func TestHoldsLeaseFollowsTheLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := clockwork.NewFakeClockAt(epoch)
+	store := NewMemoryStore()
+	pa := &holdsPublisher{}
+	a, err := New(pa, store, WithClock(clock), WithUnits(Minute), WithLease("a", time.Minute), WithLogger(discard))
+	require.NoError(t, err)
+	pa.t = a
+	b, err := New(&recorder{}, store, WithClock(clock), WithUnits(Minute), WithLease("b", time.Minute), WithLogger(discard))
+	require.NoError(t, err)
+	require.False(t, a.HoldsLease(), "nothing taken yet")
+
+	require.NoError(t, a.EmitDue(ctx)) // records the start
+	clock.Advance(time.Minute)
+	require.NoError(t, a.EmitDue(ctx))
+	require.Equal(t, []bool{true}, pa.seen, "during its pass")
+	require.True(t, a.HoldsLease())
+	require.ErrorIs(t, b.EmitDue(ctx), ErrNotLeader)
+	require.False(t, b.HoldsLease(), "a standby")
+
+	clock.Advance(59 * time.Second)
+	require.True(t, a.HoldsLease(), "a ttl is not over")
+	clock.Advance(time.Second)
+	require.False(t, a.HoldsLease(), "lapsed: a stalled holder may have a successor")
+
+	require.NoError(t, b.EmitDue(ctx))
+	require.True(t, b.HoldsLease(), "the standby took it")
+	require.ErrorIs(t, a.EmitDue(ctx), ErrNotLeader)
+	require.False(t, a.HoldsLease())
+	require.NoError(t, b.Stop(ctx))
+	require.False(t, b.HoldsLease(), "released")
+
+	free, err := New(&recorder{}, NewMemoryStore(), WithClock(clock), WithUnits(Minute))
+	require.NoError(t, err)
+	require.True(t, free.HoldsLease(), "without WithLease every ticker emits")
+}

@@ -335,6 +335,33 @@ func (t *Ticker) Health() error {
 		ErrUnhealthy, FormatTime(h.since), h.failures, FormatTime(h.last), h.err)
 }
 
+// HoldsLease reports whether this ticker holds the lease now, by its
+// clock: the store confirmed it to this holder — at the last pass, or by
+// the renewals of the pass in flight — less than a ttl ago, and no pass
+// lost it since. Work that only the emitting replica may do (delivering
+// an outbox's records, say) asks it before each round: a standby answers
+// false until it takes the lease, and a holder that stopped (Stop
+// released the lease) or stalled past the ttl answers false. It is a
+// snapshot: the lease may pass to another replica right after, so such
+// work must stay correct, if redundant, when two replicas overlap.
+//
+// Without WithLease every ticker emits, and HoldsLease is always true.
+func (t *Ticker) HoldsLease() bool {
+	if t.cfg.holder == "" {
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.cfg.clock.Now()
+	if k := t.keeping; k != nil {
+		k.mu.Lock()
+		taken, lost := k.taken, k.lost
+		k.mu.Unlock()
+		return lost == nil && now.Before(taken.Add(t.cfg.ttl))
+	}
+	return t.held != nil && now.Before(t.held.taken.Add(t.cfg.ttl))
+}
+
 // LeaseLoss is a lease lost while a pass emitted under it (LastLeaseLoss).
 type LeaseLoss struct {
 	// At is when the pass found the lease lost, by the ticker's clock.
