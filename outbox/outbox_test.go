@@ -402,3 +402,50 @@ func TestBadInput(t *testing.T) {
 	_, err = outbox.NewRelay(o, "hook", func(context.Context, outbox.Message) error { return nil }, outbox.WithBackoff(time.Minute, time.Second))
 	require.ErrorIs(t, err, outbox.ErrInvalidOption)
 }
+
+// Backlog counts what a sink has yet to take: everything before a pass,
+// the refused record and what waits behind it after one, nothing once
+// all is taken; parked records are not pending.
+func TestBacklogCountsWhatTheSinkHasYetToTake(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			clock := clockwork.NewFakeClockAt(t0)
+			db, o := open(t, b, clock)
+			write(t, db, o, rec("a", "a1"), rec("a", "a2"), rec("b", "b1"))
+			clock.Advance(time.Second)
+			write(t, db, o, rec("c", "c1"))
+			refuse := true
+			r := &receiver{refuse: func(m outbox.Message) error {
+				if m.Key == "a1" && refuse {
+					return errors.New("503 Service Unavailable")
+				}
+				return nil
+			}}
+			relay, err := outbox.NewRelay(o, "hook", r.deliver, outbox.WithBackoff(time.Second, time.Minute), outbox.WithMaxAttempts(2))
+			require.NoError(t, err)
+			other, err := outbox.NewRelay(o, "other", r.deliver)
+			require.NoError(t, err)
+
+			got, err := relay.Backlog(ctx)
+			require.NoError(t, err)
+			require.Equal(t, outbox.Backlog{Pending: 4, Oldest: t0}, got)
+			passUntil(t, relay, r, 2) // b1, c1
+			got, err = relay.Backlog(ctx)
+			require.NoError(t, err)
+			require.Equal(t, outbox.Backlog{Pending: 2, Waiting: 1, Oldest: t0}, got, "a1 refused, a2 behind it")
+			got, err = other.Backlog(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 4, got.Pending, "per sink")
+
+			clock.Advance(time.Second)
+			_, err = relay.Pass(ctx) // the second refusal parks a1; a2 goes
+			require.NoError(t, err)
+			got, err = relay.Backlog(ctx)
+			require.NoError(t, err)
+			require.Equal(t, outbox.Backlog{}, got, "a parked record is not pending")
+		})
+	}
+}

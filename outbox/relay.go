@@ -166,6 +166,45 @@ func (r *Relay) Stats() Stats {
 	}
 }
 
+// Backlog is what a sink has yet to take (Relay.Backlog).
+type Backlog struct {
+	// Pending counts the committed records the sink has neither taken
+	// nor parked; Waiting those of them it refused, waiting for a retry.
+	// The others wait behind a refusal of their stream, for a pass, or
+	// (PostgreSQL) for an older transaction still running to end.
+	Pending, Waiting int
+	// Oldest is when the oldest pending record was written; zero when
+	// none is pending.
+	Oldest time.Time
+}
+
+// Backlog counts what the sink has yet to take, from the database: what
+// a run-once command has left, a health check's delivery lag. It reads
+// every pending record's row, so it costs what a pass would read.
+func (r *Relay) Backlog(ctx context.Context) (Backlog, error) {
+	var b Backlog
+	o := r.outbox
+	var from struct {
+		Stream string `db:"stream"`
+		Tx     int64  `db:"tx"`
+		ID     int64  `db:"id"`
+	}
+	if err := o.db.GetContext(ctx, &from, o.q.checkpoints, r.sink); err != nil && !errors.Is(err, errNoRows) {
+		return b, fmt.Errorf("outbox: relay %q: read the checkpoint: %w", r.sink, err)
+	}
+	var oldest int64
+	if err := o.db.QueryRowxContext(ctx, o.q.backlog, r.sink, from.Tx, from.ID).Scan(&b.Pending, &oldest); err != nil {
+		return b, fmt.Errorf("outbox: relay %q: count the backlog: %w", r.sink, err)
+	}
+	if b.Pending > 0 {
+		b.Oldest = sqldb.DecodeTime(oldest)
+	}
+	if err := o.db.GetContext(ctx, &b.Waiting, o.q.waiting, r.sink); err != nil {
+		return b, fmt.Errorf("outbox: relay %q: count the refusals: %w", r.sink, err)
+	}
+	return b, nil
+}
+
 // Notify tells Run that records committed: it passes at once instead of
 // at its next poll. It never blocks.
 func (r *Relay) Notify() {

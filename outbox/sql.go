@@ -78,6 +78,7 @@ type queries struct {
 	write, parked                 string
 	pending, checkpoints, attempt string
 	advance, refused, delivered   string
+	backlog, waiting              string
 }
 
 // recordColumns are a recordRow's, from outbox_records r.
@@ -110,6 +111,13 @@ WHERE (excluded.tx, excluded.id) > (outbox_checkpoints.tx, outbox_checkpoints.id
 ON CONFLICT (sink, record) DO UPDATE SET attempts = excluded.attempts, next_at = excluded.next_at,
 	last_error = excluded.last_error, parked = excluded.parked`,
 		delivered: `DELETE FROM outbox_attempts WHERE sink = ? AND record = ?`,
+		// backlog counts what pending would read without the horizon and
+		// the limit: sink, tx, id.
+		backlog: `SELECT COUNT(*), COALESCE(MIN(r.recorded_at), 0)
+FROM outbox_records r
+LEFT JOIN outbox_checkpoints c ON c.sink = ? AND c.stream = r.stream
+WHERE (r.tx, r.id) > (?, ?) AND (c.sink IS NULL OR (r.tx, r.id) > (c.tx, c.id))`,
+		waiting: `SELECT COUNT(*) FROM outbox_attempts WHERE sink = ? AND parked = 0`,
 	}
 	horizon := `1 = 1` // SQLite: one writer, commits in id order
 	if d == sqldb.Postgres {
@@ -119,7 +127,7 @@ ON CONFLICT (sink, record) DO UPDATE SET attempts = excluded.attempts, next_at =
 	}
 	q.pending = fmt.Sprintf(q.pending, horizon)
 	if d == sqldb.Postgres {
-		for _, s := range []*string{&q.write, &q.parked, &q.pending, &q.checkpoints, &q.attempt, &q.advance, &q.refused, &q.delivered} {
+		for _, s := range []*string{&q.write, &q.parked, &q.pending, &q.checkpoints, &q.attempt, &q.advance, &q.refused, &q.delivered, &q.backlog, &q.waiting} {
 			*s = sqlx.Rebind(sqlx.DOLLAR, *s)
 		}
 	}
