@@ -179,8 +179,8 @@ func (d *Dashboard) workflowAction(r *http.Request) (string, string, int, error)
 		return "", back, http.StatusNotFound, fmt.Errorf("no workflow instance %q", id)
 	}
 	if st := orchestration.StatusOf(id, history); st.State != orchestration.Running {
-		// The engine would append it all the same, and nothing would
-		// ever read it.
+		// The engine refuses it too (orchestration.ErrFinished); asking
+		// first names the state without opening the engine.
 		return "", back, http.StatusConflict, fmt.Errorf("%s is %s: nothing would %s it", id, st.State, verb)
 	}
 	e, err := d.engineFor(r.Context())
@@ -201,14 +201,23 @@ func (d *Dashboard) workflowAction(r *http.Request) (string, string, int, error)
 			payload = json.RawMessage(p)
 		}
 		if err := e.Signal(r.Context(), id, name, payload); err != nil {
-			return "", back, http.StatusInternalServerError, err
+			return "", back, statusOf(err), err
 		}
 		return fmt.Sprintf("signalled %s to %s", name, id), back, 0, nil
 	case "cancel":
 		if err := e.Cancel(r.Context(), id); err != nil {
-			return "", back, http.StatusInternalServerError, err
+			return "", back, statusOf(err), err
 		}
 		return "cancel requested for " + id, back, 0, nil
 	}
 	return "", back, http.StatusNotFound, fmt.Errorf("no workflow action %q: want signal or cancel", verb)
+}
+
+// statusOf is the HTTP status of a failed signal or cancel: an instance
+// that ended after the page's check is a conflict, not a server error.
+func statusOf(err error) int {
+	if errors.Is(err, orchestration.ErrFinished) {
+		return http.StatusConflict
+	}
+	return http.StatusInternalServerError
 }

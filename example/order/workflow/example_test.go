@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -119,8 +120,10 @@ func Example() {
 	minutes(10) // 09:16: bob's 15 minutes are over
 	show("bob")
 
-	minutes(4) // 09:20: bob pays late; the signal is recorded, nothing takes it
-	if err := workflow.Pay(ctx, e, "bob", workflow.Payment{Reference: "card-bob", Amount: 3750}); err != nil {
+	minutes(4) // 09:20: bob pays late; the order has ended, the payment is refused
+	if err := workflow.Pay(ctx, e, "bob", workflow.Payment{Reference: "card-bob", Amount: 3750}); errors.Is(err, orchestration.ErrFinished) {
+		fmt.Println("bob's payment refused, to refund:", err)
+	} else if err != nil {
 		log.Fatal(err)
 	}
 	minutes(1)
@@ -133,6 +136,7 @@ func Example() {
 	// 09:01  ada: awaits its payment until 09:16; 5 coffee available
 	// 09:06  ada: shipped as parcel-1, paid by card-ada; 5 coffee available
 	// 09:16  bob: failed, workflow: order not paid in time: bob, nothing within 15m0s; 8 coffee available
+	// bob's payment refused, to refund: orchestration: signal bob: orchestration: instance finished: it is failed
 	// 09:21  bob: failed, workflow: order not paid in time: bob, nothing within 15m0s; 8 coffee available
 	// not paid: true
 	// reserve ada (key ada/0/reserve stock)

@@ -107,9 +107,10 @@ func Place(ctx context.Context, e *orchestration.Engine, o Order) (orchestration
 
 // Pay signals the order's payment. The signal is recorded in the instance's
 // history and wakes it; whether it ships the order depends on what was
-// recorded first: a payment after the timeout was recorded is kept in the
-// history but taken by nothing (the order stays not paid, its stock
-// released). Pay returns no error then: read the instance's status.
+// recorded first. A payment for an order that has ended — its timeout
+// recorded (not paid, its stock released) or cancelled — is refused with
+// an error wrapping orchestration.ErrFinished and recorded nowhere: the
+// payment side refunds it.
 func Pay(ctx context.Context, e *orchestration.Engine, orderID string, p Payment) error {
 	return e.Signal(ctx, orderID, SignalPaid, p)
 }

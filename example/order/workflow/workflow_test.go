@@ -63,9 +63,9 @@ func TestNotPaidWithin15MinutesFailsAndReleasesTheStockOnce(t *testing.T) {
 	})
 }
 
-// A payment signalled after the timeout was recorded is appended to the
-// history, but the instance has ended: nothing takes it, nothing ships,
-// the stock stays released, and Pay reports no error.
+// A payment signalled after the timeout was recorded is refused with
+// ErrFinished: the instance has ended, nothing records or takes it,
+// nothing ships, the stock stays released.
 func TestPaymentAfterTheTimeoutChangesNothing(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, backend sqldbtest.Backend) {
@@ -76,13 +76,11 @@ func TestPaymentAfterTheTimeoutChangesNothing(t *testing.T) {
 		require.True(t, workflow.NotPaid(before))
 
 		e.pass(5 * time.Minute)
-		e.pay("o-1")
+		err := workflow.Pay(context.Background(), e.engine, "o-1", workflow.Payment{Reference: "pay-o-1", Amount: 2500})
+		require.ErrorIs(t, err, orchestration.ErrFinished, "the payment side refunds it")
 		e.pass(time.Hour)
 
-		after := e.status("o-1")
-		require.Equal(t, before.Events+1, after.Events, "the signal is in the history")
-		after.Events = before.Events
-		require.Equal(t, before, after, "and changed nothing else")
+		require.Equal(t, before, e.status("o-1"), "nothing recorded, nothing changed")
 		require.Equal(t, []string{"reserve o-1 (key o-1/0/reserve stock)", "release o-1"}, e.warehouse.Journal())
 		require.Equal(t, 10, e.warehouse.Available("coffee"))
 		require.NoError(t, e.engine.Replay(context.Background(), "o-1"), "the history still replays")
@@ -116,7 +114,8 @@ func TestCancelledOrderReleasesTheStockOnce(t *testing.T) {
 		require.NoError(t, e.engine.Cancel(context.Background(), "o-1"))
 		e.tick()
 		require.Equal(t, orchestration.Cancelled, e.status("o-1").State)
-		e.pay("o-1") // too late: cancelled
+		require.ErrorIs(t, workflow.Pay(context.Background(), e.engine, "o-1", workflow.Payment{Reference: "pay-o-1", Amount: 2500}),
+			orchestration.ErrFinished, "too late: cancelled")
 		e.pass(time.Hour)
 		require.Equal(t, orchestration.Cancelled, e.status("o-1").State)
 		require.Equal(t, []string{"reserve o-1 (key o-1/0/reserve stock)", "release o-1"}, e.warehouse.Journal())

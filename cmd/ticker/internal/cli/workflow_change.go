@@ -30,8 +30,8 @@ func changeWorkflow(ctx context.Context, env Env, dsn, id, verb string, change f
 		return unknownInstance(id, dsn)
 	}
 	if st := orchestration.StatusOf(id, history); st.State != orchestration.Running {
-		// The engine would append it all the same, and nothing would
-		// ever read it.
+		// The engine refuses it too (orchestration.ErrFinished); asking
+		// first, read-only, creates nothing on a mistyped --db.
 		return fmt.Errorf("%s is %s: nothing would %s it", id, st.State, verb)
 	}
 	db, err := openDB(ctx, dsn)
