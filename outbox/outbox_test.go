@@ -449,3 +449,34 @@ func TestBacklogCountsWhatTheSinkHasYetToTake(t *testing.T) {
 		})
 	}
 }
+
+// A relay stopped in the middle of a stream keeps what the sink took
+// before: the next pass starts at the record that was in flight.
+func TestAStoppedRelayKeepsWhatWasDelivered(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			db, o := open(t, b, clockwork.NewFakeClockAt(t0))
+			write(t, db, o, rec("a", "a1"), rec("a", "a2"), rec("a", "a3"))
+			r := &receiver{}
+			ctx, stop := context.WithCancel(context.Background())
+			stopped := false
+			relay, err := outbox.NewRelay(o, "hook", func(ctx context.Context, m outbox.Message) error {
+				if m.Key == "a2" && !stopped {
+					stopped = true
+					stop() // the process is told to stop while a2 is on the wire
+					return ctx.Err()
+				}
+				return r.deliver(ctx, m)
+			})
+			require.NoError(t, err)
+			for ctx.Err() == nil {
+				_, _ = relay.Pass(ctx)
+			}
+			require.Equal(t, []string{"a1"}, r.keys())
+			passUntil(t, relay, r, 3)
+			require.Equal(t, []string{"a1", "a2", "a3"}, r.keys(), "a1 not offered again")
+		})
+	}
+}

@@ -401,7 +401,8 @@ func (r *Relay) deliverStream(ctx context.Context, records []pending, now time.T
 		m := p.message(p.attempts + 1)
 		err := safely(func() error { return r.deliver(ctx, m) })
 		if ctx.Err() != nil {
-			return p, out, nil // stopping: not a refusal
+			left = p // stopping: not a refusal, and what came before is kept
+			break
 		}
 		if err == nil {
 			out.Delivered++
@@ -441,12 +442,20 @@ func (r *Relay) deliverStream(ctx context.Context, records []pending, now time.T
 		last = p // its stream goes on without it
 	}
 	if last != nil {
+		// Even when the relay is stopping: what the sink took is not
+		// offered again.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
+		defer cancel()
 		if _, err := r.outbox.db.ExecContext(ctx, r.outbox.q.advance, r.sink, last.Stream, last.Tx, last.Position); err != nil {
 			return left, out, fmt.Errorf("move the checkpoint of stream %q: %w", last.Stream, err)
 		}
 	}
 	return left, out, nil
 }
+
+// checkpointTimeout bounds the write of a stream's checkpoint after the
+// relay's context ended.
+const checkpointTimeout = 5 * time.Second
 
 // backoff is the wait after the nth refusal.
 func (r *Relay) backoff(n int) time.Duration {
