@@ -480,3 +480,46 @@ func TestAStoppedRelayKeepsWhatWasDelivered(t *testing.T) {
 		})
 	}
 }
+
+// A record taken after refusals, by a relay told to stop right after the
+// sink took it, is not offered again: its refusals are cleared and its
+// stream's checkpoint moved all the same.
+func TestARetryTakenAsTheRelayStopsIsNotOfferedAgain(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			clock := clockwork.NewFakeClockAt(t0)
+			db, o := open(t, b, clock)
+			write(t, db, o, rec("a", "a1"))
+			r := &receiver{}
+			ctx, stop := context.WithCancel(context.Background())
+			refused := false
+			relay, err := outbox.NewRelay(o, "hook", func(ctx context.Context, m outbox.Message) error {
+				if !refused {
+					refused = true
+					return errors.New("503")
+				}
+				err := r.deliver(ctx, m)
+				stop() // taken, and the process stops before the pass ends
+				return err
+			})
+			require.NoError(t, err)
+			for !refused {
+				_, err := relay.Pass(ctx)
+				require.NoError(t, err)
+			}
+			clock.Advance(time.Minute)
+			for ctx.Err() == nil {
+				_, _ = relay.Pass(ctx)
+			}
+			require.Equal(t, []string{"a1"}, r.keys())
+			res, err := relay.Pass(context.Background())
+			require.NoError(t, err)
+			require.Zero(t, res.Delivered+res.Refused, "a1 not offered again")
+			b, err := relay.Backlog(context.Background())
+			require.NoError(t, err)
+			require.Zero(t, b.Pending)
+		})
+	}
+}

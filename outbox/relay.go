@@ -392,6 +392,7 @@ func (r *Relay) deliverStream(ctx context.Context, records []pending, now time.T
 	var out PassResult
 	var last *pending // the last record delivered or parked
 	var left *pending
+	var cleared []int64 // delivered after refusals: their refusals go
 	for i := range records {
 		p := &records[i]
 		if p.nextAt.After(now) {
@@ -400,7 +401,7 @@ func (r *Relay) deliverStream(ctx context.Context, records []pending, now time.T
 		}
 		m := p.message(p.attempts + 1)
 		err := safely(func() error { return r.deliver(ctx, m) })
-		if ctx.Err() != nil {
+		if err != nil && ctx.Err() != nil {
 			left = p // stopping: not a refusal, and what came before is kept
 			break
 		}
@@ -408,9 +409,7 @@ func (r *Relay) deliverStream(ctx context.Context, records []pending, now time.T
 			out.Delivered++
 			r.stats.delivered.Add(1)
 			if p.attempts > 0 {
-				if _, err := r.outbox.db.ExecContext(ctx, r.outbox.q.delivered, r.sink, p.Position); err != nil {
-					return p, out, fmt.Errorf("clear the refusals of %q: %w", p.Key, err)
-				}
+				cleared = append(cleared, p.Position)
 			}
 			if f := r.observer.Delivered; f != nil {
 				f(m, r.outbox.clock.Now().Sub(m.RecordedAt))
@@ -446,6 +445,11 @@ func (r *Relay) deliverStream(ctx context.Context, records []pending, now time.T
 		// offered again.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
 		defer cancel()
+		for _, position := range cleared {
+			if _, err := r.outbox.db.ExecContext(ctx, r.outbox.q.delivered, r.sink, position); err != nil {
+				return left, out, fmt.Errorf("clear the refusals of record %d: %w", position, err)
+			}
+		}
 		if _, err := r.outbox.db.ExecContext(ctx, r.outbox.q.advance, r.sink, last.Stream, last.Tx, last.Position); err != nil {
 			return left, out, fmt.Errorf("move the checkpoint of stream %q: %w", last.Stream, err)
 		}
