@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
 
 	"github.com/passage-of-time/passage/dashboard"
@@ -31,16 +30,16 @@ func adminToken(env Env, flag string) string {
 }
 
 // openDashboard builds the dashboard of db. With a token, a schedule
-// triggered from it is published to sinks as "ticker schedule trigger"
-// publishes it; without one, it only reads.
-func openDashboard(ctx context.Context, env Env, db *sqldb.DB, clock clockwork.Clock, loc *time.Location, token string, logger *slog.Logger, sinks tick.Publisher, m *metrics) (*dashboard.Dashboard, error) {
+// triggered from it is recorded in the outbox with its run, as "ticker
+// schedule trigger" records it, and the relays of "ticker run" deliver it
+// (within their poll); without one, it only reads.
+func openDashboard(ctx context.Context, env Env, db *sqldb.DB, clock clockwork.Clock, loc *time.Location, token string, logger *slog.Logger, out *delivery, m *metrics) (*dashboard.Dashboard, error) {
 	opts := []dashboard.Option{dashboard.WithClock(clock), dashboard.WithLocation(loc), dashboard.WithAdminToken(token), dashboard.WithLogger(logger)}
 	if m != nil {
 		opts = append(opts, dashboard.WithTickerCounts(m.counts))
 	}
-	if token != "" && sinks != nil {
-		publish := func(ctx context.Context, _ *sqlx.Tx, run schedule.Run) error { return sinks.Publish(ctx, run) }
-		s, err := schedule.Open(ctx, db.DB, publish, schedule.WithClock(clock))
+	if token != "" && out != nil {
+		s, err := schedule.Open(ctx, db.DB, runHandler(out, nil), schedule.WithClock(clock))
 		if err != nil {
 			return nil, fmt.Errorf("open the schedules for the dashboard: %w", err)
 		}
@@ -69,15 +68,15 @@ func (m *metrics) counts() map[tick.Unit]dashboard.TickerCounts {
 
 // serveCommand is "ticker serve": the dashboard alone, no ticker. Without
 // an admin token the database is opened read-only (as "status" opens it):
-// nothing is created, migrated or locked.
+// nothing is created, migrated or locked. With one, a schedule triggered
+// from it is recorded in the outbox, and "ticker run" delivers it.
 func serveCommand(ctx context.Context, env Env, args []string) error {
 	var f runFlags
-	fs := newFlagSet(env, "serve", "--http ADDR [--db passage.db] [--tz UTC] [--admin-token TOKEN] [--webhook URL]...")
+	fs := newFlagSet(env, "serve", "--http ADDR [--db passage.db] [--tz UTC] [--admin-token TOKEN]")
 	dsn := fs.String("db", "passage.db", "SQLite file or postgres:// DSN to show; opened read-only unless an admin token is given")
 	addr := fs.String("http", "", "serve the dashboard on this address, e.g. 127.0.0.1:9090 (required)")
 	tz := fs.String("tz", "UTC", "IANA time zone to show times and compute the ticker's boundaries in: the --tz \"ticker run\" uses")
-	fs.StringVar(&f.adminToken, "admin-token", "", "allow the dashboard's actions to whoever logs in with this token, 16 bytes or more (default $"+adminTokenEnv+"; without one it is read-only)")
-	f.sinkFlags(fs)
+	fs.StringVar(&f.adminToken, "admin-token", "", "allow the dashboard's actions to whoever logs in with this token, 16 bytes or more (default $"+adminTokenEnv+"; without one it is read-only); a triggered run is recorded in the outbox and delivered by \"ticker run\"")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -88,20 +87,11 @@ func serveCommand(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := f.checkSinkFlags(); err != nil {
-		return err
-	}
 	token := adminToken(env, f.adminToken)
-	var (
-		db    *sqldb.DB
-		sinks tick.Publisher
-	)
+	var db *sqldb.DB
 	if token == "" {
 		db, err = openReadOnly(ctx, *dsn)
 	} else {
-		if sinks, err = f.publisher(env); err != nil {
-			return err
-		}
 		db, err = openDB(ctx, *dsn)
 	}
 	if err != nil {
@@ -109,7 +99,14 @@ func serveCommand(ctx context.Context, env Env, args []string) error {
 	}
 	defer db.Close()
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{ReplaceAttr: losslessTimes}))
-	dash, err := openDashboard(ctx, env, db, env.clock(), loc, token, logger, sinks, nil)
+	var out *delivery
+	if token != "" {
+		// The outbox alone, no relay: "ticker run" delivers.
+		if out, err = openDelivery(ctx, db, nil, time.Second, 1, env.clock(), logger); err != nil {
+			return err
+		}
+	}
+	dash, err := openDashboard(ctx, env, db, env.clock(), loc, token, logger, out, nil)
 	if err != nil {
 		return err
 	}

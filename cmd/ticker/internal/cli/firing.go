@@ -29,23 +29,36 @@ const (
 )
 
 // firing fires the stored schedules of "ticker run". It sits between the
-// ticker and its sinks: every event goes on to the sinks, and once a
-// MinuteHasPassed has been published, the schedules' processor works the
-// slots due at that boundary. Each run is published, through the same
-// sinks, inside the transaction that records it, so a sink that refuses it
-// rolls the firing back and the slot is retried, under the same slot id,
-// after a backoff: delivery is at least once and receivers deduplicate by
-// the slot id. A slot is fired by the process that holds the ticker's
-// lease (only it publishes minutes); the to-do list's claims and the
-// unique slot id would keep two from recording it anyway.
-//
-// The processor runs on the ticker's publishing goroutine, so the next
-// boundary waits for the runs due at this one: the events and the runs
-// reach a sink in the order they happened.
+// ticker and the outbox: every event is recorded in the outbox, and once
+// a MinuteHasPassed is recorded, the schedules' processor works the slots
+// due at that boundary. Each run is recorded in the outbox inside the
+// transaction that records it (runHandler), and each skip report inside
+// the transaction that counted it, so that a run or a report is delivered
+// if and only if its firing commits, after the commit, by the relays: a
+// firing that fails or is undone leaves nothing to deliver, and nothing
+// is posted while a transaction is open. A slot is fired by the process
+// that holds the ticker's lease (only it publishes minutes); the to-do
+// list's claims and the unique slot id would keep two from recording it
+// anyway.
 type firing struct {
-	sinks tick.Publisher
-	proc  *todolist.Processor
-	runs  atomic.Int64 // runs the sinks took
+	out  *delivery
+	proc *todolist.Processor
+	runs atomic.Int64 // runs recorded (a batch fired again counts again)
+}
+
+// runHandler is the schedule.Handler of every command that fires runs:
+// the run's record (a ScheduleRun, keyed by its slot id, in the stream of
+// its schedule) is written to the outbox in the firing transaction.
+func runHandler(out *delivery, runs *atomic.Int64) schedule.Handler {
+	return func(ctx context.Context, tx *sqlx.Tx, run schedule.Run) error {
+		if err := out.write(ctx, tx, run); err != nil {
+			return err
+		}
+		if runs != nil {
+			runs.Add(1)
+		}
+		return nil
+	}
 }
 
 // openFiring opens the scheduler of db for "ticker run", creating its
@@ -53,7 +66,7 @@ type firing struct {
 // boundaries: without minute in --units, a database that holds schedules
 // is a usage error (firing them an hour or a day late would be worse), and
 // one that holds none gets no scheduler (nil).
-func openFiring(ctx context.Context, db *sqldb.DB, units []tick.Unit, sinks tick.Publisher, clock clockwork.Clock, logger *slog.Logger) (*firing, error) {
+func openFiring(ctx context.Context, db *sqldb.DB, units []tick.Unit, out *delivery, clock clockwork.Clock, logger *slog.Logger) (*firing, error) {
 	if !slices.Contains(units, tick.Minute) {
 		n, err := countSchedules(ctx, db)
 		if err != nil {
@@ -68,15 +81,11 @@ func openFiring(ctx context.Context, db *sqldb.DB, units []tick.Unit, sinks tick
 		}
 		return nil, nil
 	}
-	f := &firing{sinks: sinks}
-	handler := func(ctx context.Context, _ *sqlx.Tx, run schedule.Run) error {
-		if err := sinks.Publish(ctx, run); err != nil {
-			return err
-		}
-		f.runs.Add(1)
-		return nil
-	}
-	s, err := schedule.Open(ctx, db.DB, handler, schedule.WithClock(clock), schedule.WithPublisher(sinks))
+	f := &firing{out: out}
+	s, err := schedule.Open(ctx, db.DB, runHandler(out, &f.runs), schedule.WithClock(clock),
+		schedule.WithSkipsRecordedTx(func(ctx context.Context, tx *sqlx.Tx, r schedule.SlotsSkipped) error {
+			return out.write(ctx, tx, r)
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("open the schedules: %w", err)
 	}
@@ -100,14 +109,14 @@ func openFiring(ctx context.Context, db *sqldb.DB, units []tick.Unit, sinks tick
 	return f, nil
 }
 
-// Publish implements tick.Publisher: the events go to the sinks, and a
-// minute that reached them fires the slots due at its boundary. A failure
-// to work the schedules' list (its storage, not a run: failed runs are
-// retried by the list) is returned, so the ticker offers the minute again
-// (the sinks that took it do not get it twice) and the slots are worked
-// again.
+// Publish implements tick.Publisher: the events are recorded in the
+// outbox, and a minute recorded fires the slots due at its boundary. A
+// failure to work the schedules' list (its storage, not a run: failed
+// runs are retried by the list) is returned, so the ticker offers the
+// minute again (recorded once: its key is there already) and the slots
+// are worked again.
 func (f *firing) Publish(ctx context.Context, events ...any) error {
-	if err := f.sinks.Publish(ctx, events...); err != nil {
+	if err := f.out.Publish(ctx, events...); err != nil {
 		return err
 	}
 	for _, e := range events {
@@ -120,9 +129,12 @@ func (f *firing) Publish(ctx context.Context, events ...any) error {
 	return nil
 }
 
-// process fires the slots due at boundary (capped at the clock's now).
+// process fires the slots due at boundary (capped at the clock's now),
+// and wakes the relays for what committed.
 func (f *firing) process(ctx context.Context, boundary time.Time) error {
-	if _, err := f.proc.Process(ctx, boundary); err != nil {
+	_, err := f.proc.Process(ctx, boundary)
+	f.out.notify()
+	if err != nil {
 		return fmt.Errorf("fire the schedules due at %s: %w", tick.FormatTime(boundary), err)
 	}
 	return nil

@@ -464,7 +464,7 @@ func TestOnceAndUntilReleaseTheLease(t *testing.T) {
 	first := run(t, clock, nil, "run", "--once", "--db", db, "--holder", "host-a")
 	require.Equal(t, cli.ExitOK, first.code, first.stderr)
 	require.Equal(t, "once: emitted 0 events; first run for minute, hour, day: the cursor starts at the latest boundary and the next run emits what passes after it; "+
-		"cursors at minute 2026-11-21T12:00:00Z, hour 2026-11-21T12:00:00Z, day 2026-11-21T00:00:00Z; lease released\n", first.stderr)
+		"cursors at minute 2026-11-21T12:00:00Z, hour 2026-11-21T12:00:00Z, day 2026-11-21T00:00:00Z; lease released; delivered 0 records\n", first.stderr)
 	require.Empty(t, leaseHolder(t, clock, db))
 
 	clock.Advance(time.Second)
@@ -497,7 +497,7 @@ func TestFlagErrorsNameTheFlagAndExit2(t *testing.T) {
 		{[]string{"run", "--once", "--db", db, "--http", "127.0.0.1:0"}, `--http "127.0.0.1:0": serves only while "ticker run" keeps running, not with --once or --until`},
 		{[]string{"run", "--db", db, "--until", "2026-11-21T10:00:00Z", "--http", "127.0.0.1:0"}, `--http "127.0.0.1:0"`},
 		{[]string{"run", "--once", "--db", db, "--http", "127.0.0.1:99999"}, `--http "127.0.0.1:99999"`},
-		{[]string{"run", "--once", "--db", db, "--webhook-attempts", "0"}, "--webhook-attempts 0: must be between 1 and 100"},
+		{[]string{"run", "--once", "--db", db, "--webhook-attempts", "0"}, "--webhook-attempts 0: must be between 1 and 100000"},
 		{[]string{"run", "--once", "--db", db, "--catch-up-max", "0"}, "--catch-up-max 0: must be between 1 and"},
 		{[]string{"run", "--once", "--until", "2026-11-21T10:00:00Z", "--db", db}, `--once and --until "2026-11-21T10:00:00Z": choose one`},
 		{[]string{"demo", "--orders", "0"}, "--orders 0"},
@@ -510,24 +510,27 @@ func TestFlagErrorsNameTheFlagAndExit2(t *testing.T) {
 	}
 }
 
-// /healthz reports what the ticker reports: 503 and the reason while its
-// passes fail, 200 again once one succeeds.
-func TestHealthzAnswers503WhileEmissionFails(t *testing.T) {
+// /healthz reports delivery that falls behind: 503 and the sink while its
+// oldest pending record is more than 5 minutes old, 200 again once the
+// receiver took it.
+func TestHealthzAnswers503WhileDeliveryIsBehind(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	down := true
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
 		if down {
 			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
 		}
+		got = append(got, r.Header.Get(sink.HeaderIdempotency))
 	}))
 	t.Cleanup(srv.Close)
 	clock := clockwork.NewFakeClockAt(start)
 	db := filepath.Join(t.TempDir(), "passage.db")
-	r := startRun(t, clock, "--db", db, "--units", "minute", "--http", "127.0.0.1:0",
-		"--webhook", srv.URL, "--webhook-attempts", "1")
+	r := startRun(t, clock, "--db", db, "--units", "minute", "--http", "127.0.0.1:0", "--webhook", srv.URL)
 	defer func() { require.Equal(t, cli.ExitOK, r.stop(), r.stderr.String()) }()
 	base := serverURL(t, r)
 	healthz := func() (int, string) {
@@ -541,17 +544,24 @@ func TestHealthzAnswers503WhileEmissionFails(t *testing.T) {
 	code, body := healthz()
 	require.Equal(t, http.StatusOK, code, body)
 
-	require.NoError(t, tick.AdvanceAndWait(context.Background(), clock, time.Minute, r.ticker))
+	for range 7 { // 12:01 … 12:07, all refused
+		require.NoError(t, tick.AdvanceAndWait(context.Background(), clock, time.Minute, r.ticker))
+	}
+	// The relay refuses on a goroutine of its own, woken by the commits.
+	behind := "is behind: 7 records pending, the oldest recorded 6m0s ago at 2026-11-21T12:01:30Z (limit 5m0s), 1 refused and waiting for a retry"
+	require.Eventually(t, func() bool { _, body = healthz(); return strings.Contains(body, behind) }, 10*time.Second, 5*time.Millisecond, body)
 	code, body = healthz()
 	require.Equal(t, http.StatusServiceUnavailable, code)
-	require.Contains(t, body, "emission failing since 2026-11-21T12:01:30Z")
-	require.Contains(t, body, "503 Service Unavailable")
+	require.Contains(t, body, "delivery: webhook "+srv.URL+" #")
+	require.Contains(t, r.stderr.String(), "delivery refused; retried with backoff under the same key")
 
 	mu.Lock()
 	down = false
 	mu.Unlock()
 	require.NoError(t, tick.AdvanceAndWait(context.Background(), clock, time.Minute, r.ticker))
-	code, body = healthz()
-	require.Equal(t, http.StatusOK, code, body)
-	require.Equal(t, "ok\n", body)
+	require.Eventually(t, func() bool { code, _ := healthz(); return code == http.StatusOK }, 10*time.Second, 5*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, "minute/2026-11-21T12:01:00Z", got[0], "in order, after the refusals")
+	require.Len(t, got, 8)
 }

@@ -66,10 +66,10 @@ func (m *metrics) observer() tick.Observer {
 }
 
 // handler serves /healthz and /metrics. Both only read: /healthz asks the
-// ticker whether its last pass worked and pings the database; /metrics
-// reads the to-do lists with plain SELECTs (readonly.go), never migrating
-// or taking the write lock.
-func (m *metrics) handler(ticker *tick.Ticker, db *sqldb.DB, clock clockwork.Clock) http.Handler {
+// ticker whether its last pass worked, pings the database and reads each
+// sink's parked records and backlog; /metrics reads the to-do lists with
+// plain SELECTs (readonly.go), never migrating or taking the write lock.
+func (m *metrics) handler(ticker *tick.Ticker, db *sqldb.DB, out *delivery, clock clockwork.Clock) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := ticker.Health(); err != nil {
@@ -80,11 +80,16 @@ func (m *metrics) handler(ticker *tick.Ticker, db *sqldb.DB, clock clockwork.Clo
 			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		if err := out.health(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		m.write(w)
+		out.writeMetrics(r.Context(), w)
 		lists, err := todolist.ReadStats(r.Context(), db, clock.Now())
 		if err != nil {
 			fmt.Fprintf(w, "# to-do lists unavailable: %v\n", err)
@@ -146,7 +151,7 @@ func (m *metrics) write(w http.ResponseWriter) {
 	}{
 		{"passage_ticks_emitted_total", "Boundaries published.", "counter", floats(m.emitted)},
 		{"passage_ticks_skipped_total", "Boundaries a catch-up policy did not emit (reported as TicksSkipped).", "counter", floats(m.skipped)},
-		{"passage_publish_failures_total", "Failed publish attempts; the boundary is retried at the next wake-up.", "counter", floats(m.failures)},
+		{"passage_publish_failures_total", "Failed attempts to record a boundary in the outbox (or to fire its schedules); the boundary is retried at the next wake-up.", "counter", floats(m.failures)},
 		{"passage_emission_lag_seconds_sum", "Sum of the delays between a boundary and its publication.", "counter", m.lagSum},
 		{"passage_emission_lag_seconds_count", "Boundaries whose delay is in the sum.", "counter", floats(m.emitted)},
 		{"passage_emission_lag_seconds_max", "Largest delay between a boundary and its publication.", "gauge", m.lagMax},

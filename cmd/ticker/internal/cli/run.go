@@ -13,7 +13,6 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
 	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/tick"
 )
@@ -51,7 +50,7 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz, /metrics and the dashboard on this address, e.g. 127.0.0.1:9090 (not with --once or --until)")
 	fs.StringVar(&f.adminToken, "admin-token", "", "allow the dashboard's actions (pause, trigger, signal, re-activate…) to whoever logs in with this token, 16 bytes or more (default $"+adminTokenEnv+"; without one the dashboard is read-only)")
 	fs.StringVar(&f.holder, "holder", "", "lease holder id among replicas (default host:pid:random, unique per process)")
-	fs.BoolVar(&f.schedules, "schedules", true, "fire the schedules stored in --db (\"ticker schedule add\") on minute boundaries, publishing each run as a ScheduleRun record through the same sinks; needs minute in --units when there are any; not with --until")
+	fs.BoolVar(&f.schedules, "schedules", true, "fire the schedules stored in --db (\"ticker schedule add\") on minute boundaries, each run recorded with its firing and delivered as a ScheduleRun record through the same sinks; needs minute in --units when there are any; not with --until")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, fmt.Sprintf("how long a dead replica's lease blocks the others (%s to %s)", bounds["lease-ttl"].min, bounds["lease-ttl"].max))
 	if err := parse(fs, args); err != nil {
 		return err
@@ -90,7 +89,7 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 			return usagef("--http %q: want host:port, e.g. 127.0.0.1:9090", f.httpAddr)
 		}
 	}
-	pub, err := f.publisher(env)
+	senders, err := f.senders(env)
 	if err != nil {
 		return err
 	}
@@ -115,13 +114,19 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 		tick.WithObserver(metrics.observer()),
 		tick.WithLogger(logger),
 	)
+	// What the ticker and the scheduler decide goes to the outbox; the
+	// relays deliver it after the commit (delivery.go).
+	out, err := openDelivery(ctx, db, senders, f.backoff, f.attempts, clock, logger)
+	if err != nil {
+		return err
+	}
+	var pub tick.Publisher = out
 	// A backfill re-emits past boundaries for their receivers; schedules
 	// have catch-up policies of their own and are not fired by it.
-	sinks := pub // what a run triggered from the dashboard is published to
 	var fire *firing
 	if f.schedules && !backfill {
 		units, _ := parseUnits(f.units) // already checked by tickerOptions
-		if fire, err = openFiring(ctx, db, units, pub, clock, logger); err != nil {
+		if fire, err = openFiring(ctx, db, units, out, clock, logger); err != nil {
 			return err
 		}
 		if fire != nil {
@@ -139,28 +144,38 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	switch {
 	case f.once:
 		loc, _ := loadLocation(f.tz) // already checked by tickerOptions
-		return once(ctx, env, ticker, store, metrics, loc, fire, clock)
+		return once(ctx, env, ticker, store, metrics, loc, fire, out, clock)
 	case backfill:
 		err := ticker.EmitUntil(ctx, until)
+		var dr drained
+		if err == nil {
+			// Delivered while the lease is held: another replica's relay
+			// would deliver the same records beside this one.
+			dr = out.drain(ctx, drainTimeout)
+			err = dr.err()
+		}
 		err = errors.Join(err, releaseLease(ctx, ticker))
 		if errors.Is(err, tick.ErrNothingToBackfill) {
 			// Running the same backfill twice is harmless: say so, exit 0.
 			fmt.Fprintf(env.Stderr, "nothing to backfill up to %s: %v\n", tick.FormatTime(until), err)
 			return nil
 		}
+		if err == nil {
+			fmt.Fprintf(env.Stderr, "backfilled up to %s: %s\n", tick.FormatTime(until), dr.summary())
+		}
 		return err
 	}
 	var dash http.Handler
 	if f.httpAddr != "" {
 		loc, _ := loadLocation(f.tz) // already checked by tickerOptions
-		d, err := openDashboard(ctx, env, db, clock, loc, adminToken(env, f.adminToken), logger, sinks, metrics)
+		d, err := openDashboard(ctx, env, db, clock, loc, adminToken(env, f.adminToken), logger, out, metrics)
 		if err != nil {
 			return err
 		}
 		d.Start(ctx) // the lag chart's samples; ends with ctx
 		dash = d
 	}
-	return serve(ctx, env, ticker, db, metrics, f.httpAddr, clock, dash)
+	return serve(ctx, env, ticker, db, out, metrics, f.httpAddr, clock, dash)
 }
 
 // The years sqldb.EncodeTime stores exactly.
@@ -169,12 +184,14 @@ var (
 	maxStorable = time.Unix(0, math.MaxInt64).UTC()
 )
 
-// once is "run --once": one pass, the lease released so that a timer on
-// another host can emit a moment later, and one line on stderr saying what
-// was done (stdout carries only events). With schedules, it also fires
-// what is due by now, not only by the last minute boundary: a timer that
-// runs it at 12:00:40 fires a 12:00:30 slot then, not at the next run.
-func once(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStore, m *metrics, loc *time.Location, fire *firing, clock clockwork.Clock) error {
+// once is "run --once": one pass, the outbox drained while the lease is
+// held, the lease released so that a timer on another host can emit a
+// moment later, and one line on stderr saying what was done (stdout
+// carries only events). With schedules, it also fires what is due by now,
+// not only by the last minute boundary: a timer that runs it at 12:00:40
+// fires a 12:00:30 slot then, not at the next run. What a sink refused is
+// left in the outbox, for the next run to retry.
+func once(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStore, m *metrics, loc *time.Location, fire *firing, out *delivery, clock clockwork.Clock) error {
 	before, err := store.Cursors(ctx)
 	if err != nil {
 		return fmt.Errorf("read cursors: %w", err)
@@ -182,6 +199,11 @@ func once(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStor
 	err = ticker.EmitDue(ctx)
 	if err == nil && fire != nil {
 		err = fire.process(ctx, clock.Now())
+	}
+	var dr drained
+	if err == nil {
+		dr = out.drain(ctx, drainTimeout)
+		err = dr.err()
 	}
 	released := releaseLease(ctx, ticker)
 	if err := errors.Join(err, released); err != nil {
@@ -198,10 +220,10 @@ func once(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStor
 			if n == 1 {
 				noun = "run"
 			}
-			line += fmt.Sprintf("; published %d schedule %s", n, noun)
+			line += fmt.Sprintf("; fired %d schedule %s", n, noun)
 		}
 	}
-	fmt.Fprintln(env.Stderr, line)
+	fmt.Fprintln(env.Stderr, line+"; "+dr.summary())
 	return nil
 }
 
@@ -227,8 +249,10 @@ func losslessTimes(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// serve runs the ticker until ctx ends, then stops it gracefully.
-func serve(ctx context.Context, env Env, ticker *tick.Ticker, db *sqldb.DB, m *metrics, addr string, clock clockwork.Clock, dash http.Handler) error {
+// serve runs the ticker and the relays until ctx ends, then stops the
+// ticker gracefully, then the relays, and then, if this process held the
+// lease, delivers what is left (bounded by drainTimeout).
+func serve(ctx context.Context, env Env, ticker *tick.Ticker, db *sqldb.DB, out *delivery, m *metrics, addr string, clock clockwork.Clock, dash http.Handler) error {
 	var srv *http.Server
 	if addr != "" {
 		ln, err := net.Listen("tcp", addr)
@@ -236,7 +260,7 @@ func serve(ctx context.Context, env Env, ticker *tick.Ticker, db *sqldb.DB, m *m
 			return fmt.Errorf("--http %s: %w", addr, err)
 		}
 		mux := http.NewServeMux()
-		health := m.handler(ticker, db, clock)
+		health := m.handler(ticker, db, out, clock)
 		mux.Handle("/healthz", health)
 		mux.Handle("/metrics", health)
 		mux.Handle("/", dash)
@@ -247,10 +271,18 @@ func serve(ctx context.Context, env Env, ticker *tick.Ticker, db *sqldb.DB, m *m
 	if err := ticker.Start(ctx); err != nil {
 		return err
 	}
+	relayCtx, stopRelays := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRelays()
+	stopping, relaysDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(relaysDone)
+		out.run(relayCtx, stopping, ticker.HoldsLease)
+	}()
 	if env.Started != nil {
 		env.Started(ticker)
 	}
 	<-ctx.Done()
+	held := ticker.HoldsLease()
 
 	// The run's context is over; stopping gets a fresh one so the emission
 	// in flight can finish and save its cursor.
@@ -259,6 +291,25 @@ func serve(ctx context.Context, env Env, ticker *tick.Ticker, db *sqldb.DB, m *m
 	var errs []error
 	if err := ticker.Stop(stopCtx); err != nil {
 		errs = append(errs, fmt.Errorf("stop ticker: %w", err))
+	}
+	// The relays finish the pass in flight (its requests get their
+	// answers, so nothing taken is offered again), within the stop's
+	// bound.
+	close(stopping)
+	select {
+	case <-relaysDone:
+	case <-stopCtx.Done():
+		stopRelays()
+		<-relaysDone
+	}
+	if held {
+		// The last records of this holder, delivered before exiting; a
+		// new holder may deliver some of them again (at least once).
+		dr := out.drain(stopCtx, drainTimeout)
+		errs = append(errs, dr.err())
+		if dr.left > 0 {
+			fmt.Fprintf(env.Stderr, "stopping: %s\n", dr.summary())
+		}
 	}
 	if srv != nil {
 		errs = append(errs, srv.Shutdown(stopCtx))
@@ -276,13 +327,13 @@ var bounds = map[string]struct {
 }{
 	"catch-up-window": {time.Minute, 10 * 366 * 24 * time.Hour, "how far back missed boundaries are emitted"},
 	"lease-ttl":       {time.Second, 24 * time.Hour, "the lease is renewed every third of it"},
-	"webhook-backoff": {time.Millisecond, 10 * time.Minute, "the first wait after a failed request"},
+	"webhook-backoff": {time.Millisecond, 10 * time.Minute, "the first wait after a refused delivery"},
 }
 
 // Upper bounds of the count flags.
 const (
 	maxCatchUpMax      = 10_000_000
-	maxWebhookAttempts = 100
+	maxWebhookAttempts = 100_000
 )
 
 func (f *runFlags) tickerOptions(clock clockwork.Clock) ([]tick.Option, error) {
@@ -374,8 +425,8 @@ func parseCatchUp(spec string, units []tick.Unit, all tick.All) (map[tick.Unit]t
 func (f *runFlags) sinkFlags(fs *flagSet) {
 	fs.Var(&f.webhooks, "webhook", "POST each event as JSON to this http(s) URL (repeatable); replaces stdout unless --stdout")
 	fs.StringVar(&f.secretEnv, "webhook-secret-env", "PASSAGE_WEBHOOK_SECRET", "environment variable holding the HMAC-SHA256 secret signing webhook bodies")
-	fs.IntVar(&f.attempts, "webhook-attempts", 5, fmt.Sprintf("tries per event before the ticker keeps its cursor and offers the event again at its next wake-up (1 to %d)", maxWebhookAttempts))
-	fs.DurationVar(&f.backoff, "webhook-backoff", 200*time.Millisecond, fmt.Sprintf("wait after a failed webhook request, doubled per retry up to 10s (%s to %s)", bounds["webhook-backoff"].min, bounds["webhook-backoff"].max))
+	fs.IntVar(&f.attempts, "webhook-attempts", 360, fmt.Sprintf("deliveries of one record a sink may refuse before the record is parked (listed, never dropped; its stream goes on); each delivery is one request; about an hour of refusals at the default backoff (1 to %d)", maxWebhookAttempts))
+	fs.DurationVar(&f.backoff, "webhook-backoff", 200*time.Millisecond, fmt.Sprintf("wait after a refused delivery before the record is tried again, doubled per refusal up to 10s (%s to %s)", bounds["webhook-backoff"].min, bounds["webhook-backoff"].max))
 	fs.BoolVar(&f.stdout, "stdout", false, "also write JSON lines to stdout when --webhook is given")
 }
 
@@ -389,29 +440,6 @@ func (f *runFlags) checkSinkFlags() error {
 		return usagef("--webhook-attempts %d: must be between 1 and %d", f.attempts, maxWebhookAttempts)
 	}
 	return nil
-}
-
-func (f *runFlags) publisher(env Env) (tick.Publisher, error) {
-	var sinks []sink.Publisher
-	if len(f.webhooks) == 0 || f.stdout {
-		sinks = append(sinks, sink.NewJSONLines(env.Stdout))
-	}
-	secret := env.getenv(f.secretEnv)
-	for _, u := range f.webhooks {
-		// Backoff runs on the real clock: it paces real HTTP requests.
-		hook, err := sink.NewWebhook(sink.WebhookConfig{
-			URL: u, Secret: []byte(secret), Attempts: f.attempts,
-			InitialBackoff: f.backoff, MaxBackoff: max(f.backoff, 10*time.Second),
-		})
-		if err != nil {
-			return nil, usagef("--webhook %q: %v", u, err)
-		}
-		sinks = append(sinks, hook)
-	}
-	if len(f.webhooks) > 0 && secret == "" {
-		fmt.Fprintf(env.Stderr, "warning: $%s is empty: webhook bodies are not signed\n", f.secretEnv)
-	}
-	return sink.NewFanout(sinks...), nil
 }
 
 func openDB(ctx context.Context, dsn string) (*sqldb.DB, error) {

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -413,7 +415,7 @@ func namedSchedule(fs *flagSet, args []string) (string, error) {
 
 // changeSchedule opens the schedules of dsn for a command on the schedule
 // name (see withSchedules).
-func changeSchedule(ctx context.Context, env Env, dsn, name string, handler schedule.Handler, change func(*schedule.Scheduler) error) error {
+func changeSchedule(ctx context.Context, env Env, dsn, name string, handler handlerOf, change func(*schedule.Scheduler) error) error {
 	err := withSchedules(ctx, env, dsn, fmt.Sprintf("no schedule named %q: ", name), handler, change)
 	if errors.Is(err, schedule.ErrUnknownSchedule) {
 		return fmt.Errorf("no schedule named %q in %s (see \"ticker schedule list\")", name, redact(dsn))
@@ -421,11 +423,18 @@ func changeSchedule(ctx context.Context, env Env, dsn, name string, handler sche
 	return err
 }
 
+// handlerOf returns the handler of a command's runs over the database it
+// opened.
+type handlerOf func(*sqldb.DB) (schedule.Handler, error)
+
+// noRuns is the handlerOf of the commands that fire no run.
+func noRuns(*sqldb.DB) (schedule.Handler, error) { return refuseRuns, nil }
+
 // withSchedules opens the schedules of dsn for a command, first making
 // sure, read-only, that the database has them: a mistyped --db must not
 // leave a new database or new tables behind. A database without them is
 // an error wrapping errNoSchedules, prefix first.
-func withSchedules(ctx context.Context, env Env, dsn, prefix string, handler schedule.Handler, f func(*schedule.Scheduler) error) error {
+func withSchedules(ctx context.Context, env Env, dsn, prefix string, handlerOf handlerOf, f func(*schedule.Scheduler) error) error {
 	ro, err := openReadOnly(ctx, dsn)
 	if err != nil {
 		return err
@@ -443,6 +452,10 @@ func withSchedules(ctx context.Context, env Env, dsn, prefix string, handler sch
 		return err
 	}
 	defer db.Close()
+	handler, err := handlerOf(db)
+	if err != nil {
+		return err
+	}
 	s, err := openScheduler(ctx, env, db, handler)
 	if err != nil {
 		return err
@@ -480,7 +493,7 @@ func schedulePruneCommand(ctx context.Context, env Env, args []string) error {
 	default:
 		cutoff = now.Add(-*olderThan)
 	}
-	return withSchedules(ctx, env, *dsn, "", refuseRuns, func(s *schedule.Scheduler) error {
+	return withSchedules(ctx, env, *dsn, "", noRuns, func(s *schedule.Scheduler) error {
 		n, err := s.PruneRuns(ctx, cutoff)
 		if err != nil {
 			// What was deleted before the failure stays deleted.
@@ -500,7 +513,7 @@ func scheduleChangeCommand(verb, done string, change func(*schedule.Scheduler, c
 		if err != nil {
 			return err
 		}
-		return changeSchedule(ctx, env, *dsn, name, refuseRuns, func(s *schedule.Scheduler) error {
+		return changeSchedule(ctx, env, *dsn, name, noRuns, func(s *schedule.Scheduler) error {
 			if err := change(s, ctx, name); err != nil {
 				return err
 			}
@@ -522,21 +535,20 @@ func scheduleTriggerCommand(ctx context.Context, env Env, args []string) error {
 	if err := f.checkSinkFlags(); err != nil {
 		return err
 	}
-	pub, err := f.publisher(env)
+	out, handler, err := f.runsOut(ctx, env)
 	if err != nil {
 		return err
 	}
-	// The run is published as "ticker run" publishes a fired slot, in the
-	// transaction that records it: a sink that refuses it leaves no run
-	// recorded, and the command fails.
-	publish := func(ctx context.Context, _ *sqlx.Tx, run schedule.Run) error { return pub.Publish(ctx, run) }
-	return changeSchedule(ctx, env, *dsn, name, publish, func(s *schedule.Scheduler) error {
+	return changeSchedule(ctx, env, *dsn, name, handler, func(s *schedule.Scheduler) error {
 		run, err := s.Trigger(ctx, name)
 		if err != nil {
 			return err
 		}
+		if err := f.printRuns(env, run); err != nil {
+			return err
+		}
 		fmt.Fprintf(env.Stderr, "triggered %s: run %s at %s (slot id %s)\n", name, run.RunID, tick.FormatTime(run.FiredAt), run.SlotID)
-		return nil
+		return (*out).deliver(ctx, env)
 	})
 }
 
@@ -576,17 +588,15 @@ func scheduleBackfillCommand(ctx context.Context, env Env, args []string) error 
 	if now := env.clock().Now(); toT.After(now) {
 		return usagef("--to %s is in the future (now is %s): only slots that have passed are backfilled", tick.FormatTime(toT), tick.FormatTime(now.In(loc)))
 	}
-	pub, err := f.publisher(env)
+	out, handler, err := f.runsOut(ctx, env)
 	if err != nil {
 		return err
 	}
-	// Each run is published as "ticker run" publishes a fired slot, in the
-	// transaction that records it: a sink that refuses it leaves that slot
-	// without a run, and the command stops there.
-	publish := func(ctx context.Context, _ *sqlx.Tx, run schedule.Run) error { return pub.Publish(ctx, run) }
 	span := fmt.Sprintf("(%s, %s]", tick.FormatTime(fromT.In(loc)), tick.FormatTime(toT.In(loc)))
-	return changeSchedule(ctx, env, *dsn, name, publish, func(s *schedule.Scheduler) error {
+	return changeSchedule(ctx, env, *dsn, name, handler, func(s *schedule.Scheduler) error {
 		runs, err := s.Backfill(ctx, name, fromT, toT)
+		err = errors.Join(err, f.printRuns(env, runs...))
+		err = errors.Join(err, (*out).deliver(ctx, env))
 		if err != nil {
 			if len(runs) > 0 {
 				// The runs before the failure are recorded and published;
@@ -610,4 +620,64 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// runsOut returns the handler of "schedule trigger" and "schedule
+// backfill": each run is recorded in the outbox in the transaction that
+// records it, as "ticker run" records a fired slot, and the command then
+// delivers to its webhooks what they have pending (see deliver). out is
+// set once the database is open.
+func (f *runFlags) runsOut(ctx context.Context, env Env) (**delivery, handlerOf, error) {
+	if err := f.checkSinkFlags(); err != nil {
+		return nil, nil, err
+	}
+	senders, err := f.senders(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	// stdout is this command's output, not a relay: a relay's checkpoint
+	// is shared by every process, and "ticker run" prints the run on its
+	// own stdout too.
+	hooks := slices.DeleteFunc(senders, func(s sender) bool { return s.name == "stdout" })
+	out := new(*delivery)
+	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{ReplaceAttr: losslessTimes}))
+	return out, func(db *sqldb.DB) (schedule.Handler, error) {
+		d, err := openDelivery(ctx, db, hooks, f.backoff, f.attempts, env.clock(), logger)
+		if err != nil {
+			return nil, err
+		}
+		*out = d
+		return runHandler(d, nil), nil
+	}, nil
+}
+
+// printRuns writes the runs' records on stdout, unless only webhooks
+// are given.
+func (f *runFlags) printRuns(env Env, runs ...schedule.Run) error {
+	if len(f.webhooks) > 0 && !f.stdout {
+		return nil
+	}
+	for _, r := range runs {
+		body, _, err := sink.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(env.Stdout, "%s\n", body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deliver drains the command's webhook relays after its runs committed,
+// and says what it delivered and left on stderr. A record a receiver
+// refused stays in the outbox: "ticker run" (or the next command with
+// that webhook) retries it.
+func (d *delivery) deliver(ctx context.Context, env Env) error {
+	if len(d.relays) == 0 {
+		return nil
+	}
+	dr := d.drain(ctx, drainTimeout)
+	fmt.Fprintf(env.Stderr, "webhooks: %s\n", dr.summary())
+	return dr.err()
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -82,7 +83,6 @@ func scheduleRuns(t *testing.T, out string) []scheduleRun {
 func pickRuns(t *testing.T, out string, onMinutes bool) []scheduleRun {
 	t.Helper()
 	var runs []scheduleRun
-	var minute time.Time
 	for line := range strings.Lines(out) {
 		var head struct {
 			Type     string     `json:"type"`
@@ -90,14 +90,14 @@ func pickRuns(t *testing.T, out string, onMinutes bool) []scheduleRun {
 		}
 		require.NoError(t, json.Unmarshal([]byte(line), &head), line)
 		switch head.Type {
-		case "MinuteHasPassed":
-			minute = head.Boundary.Time
 		case "ScheduleRun":
 			var r scheduleRun
 			require.NoError(t, json.Unmarshal([]byte(line), &r), line)
 			r.Raw = line
+			// Runs and minutes are streams of their own: a run may
+			// reach a sink before its minute, never before its slot.
 			if onMinutes && !r.Manual {
-				require.False(t, r.Slot.After(minute), "%s published before its minute (%s)", r.SlotID, minute)
+				require.False(t, r.FiredAt.Before(r.Slot.Time), "%s fired before its slot", r.SlotID)
 			}
 			runs = append(runs, r)
 		}
@@ -170,7 +170,16 @@ func TestStoredSchedulesFireThroughRun(t *testing.T) {
 			require.Contains(t, trigger.stderr, "triggered report: run "+m.RunID)
 
 			require.Equal(t, cli.ExitOK, r.stop(), r.stderr.String())
-			runs := scheduleRuns(t, r.stdout.String())
+			// The triggered run is in the outbox too: "ticker run" delivers
+			// it through its own sinks, under the same slot id.
+			var runs []scheduleRun
+			for _, run := range scheduleRuns(t, r.stdout.String()) {
+				if run.Manual {
+					require.Equal(t, m, func() scheduleRun { run.Raw = m.Raw; return run }(), "the triggered run, as the trigger printed it")
+					continue
+				}
+				runs = append(runs, run)
+			}
 			require.Equal(t, map[string]int{
 				"poll@2026-11-21T12:02:00Z": 1, "poll@2026-11-21T12:04:00Z": 1, "poll@2026-11-21T12:06:00Z": 1,
 				"report@2026-11-21T12:03:00Z": 1, "report@2026-11-21T12:06:00Z": 1, "report@2026-11-21T12:09:00Z": 1,
@@ -196,7 +205,9 @@ func TestStoredSchedulesFireThroughRun(t *testing.T) {
 					require.Contains(t, run.Raw, `"slot":"`+tick.FormatTime(run.Slot.Time)+`"`)
 				}
 			}
-			require.Contains(t, runs[len(runs)-1].Raw, `"slot":"2026-11-21T12:09:00Z","fired_at":"2026-11-21T12:09:30Z"`)
+			last := slices.IndexFunc(runs, func(r scheduleRun) bool { return r.SlotID == "report@2026-11-21T12:09:00Z" })
+			require.GreaterOrEqual(t, last, 0)
+			require.Contains(t, runs[last].Raw, `"slot":"2026-11-21T12:09:00Z","fired_at":"2026-11-21T12:09:30Z"`)
 
 			require.Regexp(t, `(?m)^poll\s+-\s+yes\s+3\s+0\s+`, ok(t, sched("list")))
 			require.Regexp(t, `(?m)^report\s+2026-11-21T12:12:00Z\s+no\s+3\s+0\s+`, ok(t, sched("list")), "the manual run is not counted")
@@ -224,67 +235,136 @@ func TestStoredSchedulesFireThroughRun(t *testing.T) {
 			clock.Advance(3 * time.Minute) // 12:12:30
 			once := run(t, clock, nil, "run", "--once", "--db", db, "--units", "minute")
 			require.Equal(t, map[string]int{"report@2026-11-21T12:12:00Z": 1}, slotIDs(scheduleRuns(t, ok(t, once))))
-			require.Contains(t, once.stderr, "; published 1 schedule run")
+			require.Contains(t, once.stderr, "; fired 1 schedule run")
 			again := run(t, clock, nil, "run", "--once", "--db", db, "--units", "minute")
 			require.Empty(t, ok(t, again))
 		})
 	}
 }
 
-// A sink that refuses a run rolls its firing back: the slot is fired again
-// after the backoff, under the same slot id, with a new run id and the next
-// attempt, and the receiver that took the minutes does not get them twice.
-func TestARefusedRunIsRetriedUnderTheSameSlotID(t *testing.T) {
+// A receiver that refuses a run does not undo it: the run is committed
+// (in schedule_runs) with its firing, and the receiver gets it later,
+// from the outbox, under the same Idempotency-Key (the slot id) and with
+// the same body (run id, attempt 1); the minutes, another stream, go on
+// meanwhile; every run the receiver took is a run the database holds.
+func TestARefusedRunIsCommittedAndDeliveredLaterUnderTheSameKey(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var got []scheduleRun
-	var minutes []string
-	refused := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		defer mu.Unlock()
-		if r.Header.Get(sink.HeaderEvent) != "ScheduleRun" {
-			minutes = append(minutes, r.Header.Get(sink.HeaderIdempotency))
-			return
-		}
-		var run scheduleRun
-		if err := json.Unmarshal(body, &run); err != nil || run.ID != r.Header.Get(sink.HeaderIdempotency) {
-			http.Error(w, "bad body", http.StatusBadRequest)
-			return
-		}
-		got = append(got, run)
-		if refused == 0 {
-			refused++
-			http.Error(w, "not now", http.StatusServiceUnavailable)
-		}
-	}))
-	t.Cleanup(srv.Close)
+	for engine, db := range databases(t) {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var got, refusedKeys []scheduleRun
+			var minutes []string
+			refused := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				defer mu.Unlock()
+				if r.Header.Get(sink.HeaderEvent) != "ScheduleRun" {
+					minutes = append(minutes, r.Header.Get(sink.HeaderIdempotency))
+					return
+				}
+				var run scheduleRun
+				if err := json.Unmarshal(body, &run); err != nil || run.ID != r.Header.Get(sink.HeaderIdempotency) {
+					http.Error(w, "bad body", http.StatusBadRequest)
+					return
+				}
+				if refused < 2 {
+					refused++
+					refusedKeys = append(refusedKeys, run)
+					http.Error(w, "not now", http.StatusServiceUnavailable)
+					return
+				}
+				got = append(got, run)
+			}))
+			t.Cleanup(srv.Close)
 
-	clock := clockwork.NewFakeClockAt(start)
-	db := filepath.Join(t.TempDir(), "passage.db")
-	ok(t, run(t, clock, nil, "schedule", "add", "--db", db, "--name", "poll", "--spec", "@every 5m", "--command", "poll"))
-	r := startRun(t, clock, "--db", db, "--units", "minute", "--webhook", srv.URL, "--webhook-attempts", "1")
-	for range 8 { // 12:01 … 12:08
-		require.NoError(t, tick.AdvanceAndWait(context.Background(), clock, time.Minute, r.ticker))
+			clock := clockwork.NewFakeClockAt(start)
+			ok(t, run(t, clock, nil, "schedule", "add", "--db", db, "--name", "poll", "--spec", "@every 5m", "--command", "poll"))
+			r := startRun(t, clock, "--db", db, "--units", "minute", "--webhook", srv.URL, "--webhook-backoff", "1s")
+			// Delivery follows each commit on the relay's goroutine, and a
+			// retry waits out its backoff on the fake clock: wait for each
+			// minute's record before the next minute, then let minutes pass
+			// until the refused run was taken.
+			counts := func() (int, int, int) {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(minutes), len(refusedKeys), len(got)
+			}
+			for i := range 8 { // 12:01 … 12:08; the run of 12:05 refused twice, then taken
+				require.NoError(t, tick.AdvanceAndWait(context.Background(), clock, time.Minute, r.ticker))
+				require.Eventually(t, func() bool { m, _, _ := counts(); return m == i+1 }, 10*time.Second, time.Millisecond, "minute 12:0%d: %s", i+1, r.stderr)
+			}
+			// A retry is due a second or two after its refusal on the fake
+			// clock, which only the minutes move; when the record was read
+			// late (PostgreSQL's horizon), its retry may need a minute more.
+			passed := 8
+			for ; passed < 12; passed++ {
+				taken := func() bool { _, refusals, taken := counts(); return refusals == 2 && taken == 1 }
+				if within(2*time.Second, taken) {
+					break
+				}
+				require.NoError(t, tick.AdvanceAndWait(context.Background(), clock, time.Minute, r.ticker))
+			}
+			require.Eventually(t, func() bool { _, refusals, taken := counts(); return refusals == 2 && taken == 1 }, 10*time.Second, time.Millisecond,
+				"the run of 12:05, refused twice, then taken: %s", r.stderr)
+			require.Eventually(t, func() bool { m, _, _ := counts(); return m == passed }, 10*time.Second, time.Millisecond)
+			require.Equal(t, cli.ExitOK, r.stop(), r.stderr.String())
+
+			mu.Lock()
+			defer mu.Unlock()
+			require.Len(t, refusedKeys, 2, "refused twice")
+			require.Len(t, got, 1, "then taken once, the stop's drain adding nothing: %+v", got)
+			require.Equal(t, "poll@2026-11-21T12:05:00Z", got[0].SlotID)
+			for _, r := range refusedKeys {
+				require.Equal(t, got[0], r, "the same record every time: key, run id, attempt")
+			}
+			require.Equal(t, 1, got[0].Attempt, "fired once")
+			require.Equal(t, 1, strings.Count(r.stderr.String(), "delivery refused; retried with backoff under the same key"), "logged once for the record, not per refusal: %s", r.stderr)
+			require.NotContains(t, r.stderr.String(), "schedule run failed", "the firing did not fail")
+			require.Len(t, minutes, passed, "each minute once, beside the refusals: %v", minutes)
+
+			var listed []struct{ Runs int64 }
+			require.NoError(t, json.Unmarshal([]byte(ok(t, run(t, clock, nil, "schedule", "list", "--db", db, "--json"))), &listed))
+			require.Equal(t, int64(1), listed[0].Runs, "the run was committed at its first firing")
+			requireRunsInDB(t, db, got[0].RunID)
+		})
 	}
-	require.Equal(t, cli.ExitOK, r.stop(), r.stderr.String())
+}
 
-	mu.Lock()
-	defer mu.Unlock()
-	require.Len(t, got, 2, "refused once, then taken: %+v", got)
-	first, retry := got[0], got[1]
-	require.Equal(t, "poll@2026-11-21T12:05:00Z", first.SlotID)
-	require.Equal(t, first.SlotID, retry.SlotID, "the same slot id")
-	require.NotEqual(t, first.RunID, retry.RunID)
-	require.Equal(t, []int{1, 2}, []int{first.Attempt, retry.Attempt})
-	require.True(t, retry.FiredAt.After(first.FiredAt.Time))
-	require.Contains(t, r.stderr.String(), "schedule run failed; the slot is retried under the same slot id")
-	require.Len(t, minutes, 8, "each minute once: %v", minutes)
+// within polls cond for at most d and reports whether it held: for a
+// test that moves the fake clock on when something has not happened yet.
+func within(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
 
-	var listed []struct{ Runs int64 }
-	require.NoError(t, json.Unmarshal([]byte(ok(t, run(t, clock, nil, "schedule", "list", "--db", db, "--json"))), &listed))
-	require.Equal(t, int64(1), listed[0].Runs, "the refused attempt left no run recorded")
+// countRuns counts the runs the database holds.
+func countRuns(t *testing.T, dsn string) int {
+	t.Helper()
+	db, err := sqldb.Open(context.Background(), dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	var n int
+	require.NoError(t, db.GetContext(context.Background(), &n, `SELECT COUNT(*) FROM schedule_runs`))
+	return n
+}
+
+// requireRunsInDB checks that the database holds a run of each run id.
+func requireRunsInDB(t *testing.T, dsn string, runIDs ...string) {
+	t.Helper()
+	db, err := sqldb.Open(context.Background(), dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	for _, id := range runIDs {
+		var n int
+		require.NoError(t, db.GetContext(context.Background(), &n, db.Rebind(`SELECT COUNT(*) FROM schedule_runs WHERE run_id = ?`), id))
+		require.Equal(t, 1, n, "run %s is in the database", id)
+	}
 }
 
 func TestScheduleCommandFlagErrors(t *testing.T) {
@@ -655,10 +735,12 @@ func TestScheduleBackfillPublishesEachRun(t *testing.T) {
 	}
 }
 
-// A sink that refuses a backfilled run stops the backfill at that slot,
-// which is left without a run; the runs before it stay, and backfilling
-// again runs the rest.
-func TestScheduleBackfillStopsAtARefusedRun(t *testing.T) {
+// A webhook that refuses a backfilled run no longer undoes it: every run
+// is recorded with its slot, and delivered after the commit; the refused
+// one, and what its schedule has after it, wait in the outbox, and the
+// next command with that webhook (here "ticker run --once") delivers them
+// under the same keys. A receiver never sees a run that is not recorded.
+func TestScheduleBackfillRecordsEveryRunAndARefusedOneIsDeliveredLater(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var got []string
@@ -678,12 +760,13 @@ func TestScheduleBackfillStopsAtARefusedRun(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(start)
 	db := filepath.Join(t.TempDir(), "passage.db")
 	ok(t, run(t, clock, nil, "schedule", "add", "--db", db, "--name", "poll", "--spec", "@every 10m", "--command", "poll"))
-	backfill := []string{"schedule", "backfill", "--db", db, "--from", "2026-11-21T11:00:00Z", "--to", "2026-11-21T11:30:00Z", "--webhook", srv.URL, "--webhook-attempts", "1", "poll"}
+	backfill := []string{"schedule", "backfill", "--db", db, "--from", "2026-11-21T11:00:00Z", "--to", "2026-11-21T11:30:00Z", "--webhook", srv.URL, "poll"}
 	r := run(t, clock, nil, backfill...)
-	require.Equal(t, cli.ExitError, r.code, r.stderr)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.Empty(t, r.stdout, "the runs go to the webhook only")
-	require.Contains(t, r.stderr, `ticker schedule: backfill: schedule: backfill "poll" at 2026-11-21T11:20:00Z: `)
-	require.Contains(t, r.stderr, "(1 run recorded before it; backfill again for the rest)\n")
+	require.Contains(t, r.stderr, "backfilled 3 runs of poll in (2026-11-21T11:00:00Z, 2026-11-21T11:30:00Z]\n")
+	require.Contains(t, r.stderr, "webhooks: delivered 1 record, 2 left in the outbox (1 refused, retried with their streams by the next run)\n")
+	require.Equal(t, 3, countRuns(t, db), "every run recorded")
 
 	mu.Lock()
 	require.Equal(t, []string{"poll@2026-11-21T11:10:00Z"}, got)
@@ -691,10 +774,15 @@ func TestScheduleBackfillStopsAtARefusedRun(t *testing.T) {
 	mu.Unlock()
 	r = run(t, clock, nil, backfill...)
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
-	require.Contains(t, r.stderr, "backfilled 2 runs of poll in (2026-11-21T11:00:00Z, 2026-11-21T11:30:00Z]\n")
+	require.Contains(t, r.stderr, "no slot in it without a run")
+	require.Contains(t, r.stderr, "(1 refused", "not before its backoff ends")
+	clock.Advance(time.Second)
+	once := run(t, clock, nil, "run", "--once", "--db", db, "--units", "minute", "--webhook", srv.URL)
+	require.Equal(t, cli.ExitOK, once.code, once.stderr)
 	mu.Lock()
 	defer mu.Unlock()
-	require.Equal(t, []string{"poll@2026-11-21T11:10:00Z", "poll@2026-11-21T11:20:00Z", "poll@2026-11-21T11:30:00Z"}, got)
+	require.Equal(t, []string{"poll@2026-11-21T11:10:00Z", "poll@2026-11-21T11:20:00Z", "poll@2026-11-21T11:30:00Z"}, got,
+		"the schedule's runs in order, each once")
 }
 
 // prune deletes the recorded runs whose slot is before --before, or older
@@ -816,6 +904,43 @@ func TestScheduleListShowsMaxRunsAndUntil(t *testing.T) {
 				"plain":  {nil, nil},
 				"spread": {nil, nil},
 			}, ends)
+		})
+	}
+}
+
+// The schedule handler of "ticker run" records a run in the firing's own
+// transaction: a firing rolled back leaves nothing to deliver, one that
+// commits leaves its run.
+func TestARunIsRecordedForDeliveryOnlyWithItsFiring(t *testing.T) {
+	t.Parallel()
+	for engine, dsn := range databases(t) {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db, err := sqldb.Open(ctx, dsn)
+			require.NoError(t, err)
+			defer db.Close()
+			slot := time.Date(2026, 11, 21, 12, 5, 0, 0, time.UTC)
+			run := schedule.Run{RunID: "r-1", SlotID: schedule.SlotID("poll", slot), Schedule: "poll", Slot: slot, FiredAt: slot, Attempt: 1}
+			record, err := cli.RunRecorder(ctx, db)
+			require.NoError(t, err)
+			for _, commit := range []bool{false, true} {
+				tx, err := db.BeginTxx(ctx, nil)
+				require.NoError(t, err)
+				require.NoError(t, record(ctx, tx, run))
+				if commit {
+					require.NoError(t, tx.Commit())
+				} else {
+					require.NoError(t, tx.Rollback())
+				}
+				n, err := cli.PendingDeliveries(ctx, db)
+				require.NoError(t, err)
+				if commit {
+					require.Equal(t, 1, n, "the committed run waits for delivery")
+				} else {
+					require.Zero(t, n, "a rolled-back firing leaves nothing to deliver")
+				}
+			}
 		})
 	}
 }

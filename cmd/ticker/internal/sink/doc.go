@@ -1,18 +1,22 @@
-// Package sink delivers passage-of-time events, and the runs of the
-// schedules the ticker fires ([RunRecord], [SlotsSkippedRecord]), out of
-// the ticker process: as JSON lines on a writer, or as signed HTTP POSTs
-// to webhooks.
+// Package sink is where passage-of-time events, and the runs of the
+// schedules the ticker fires ([RunRecord], [SlotsSkippedRecord]), leave the
+// ticker process: as JSON lines on a writer, or as signed HTTP POSTs to
+// webhooks.
 //
-// Every sink implements the ticker's Publisher contract (Publish(ctx,
-// events...) error). A sink that cannot deliver returns an error; the ticker
-// then keeps its cursor where it was and offers the same events again, so a
-// receiver that is down for a while gets every event, in order, once it is
-// back. A [Fanout] over the sinks keeps the ones that did take an event from
-// getting it twice.
+// [Marshal] turns what the ticker and the scheduler decided into a
+// record's JSON body and envelope (type and id). "ticker run" stores
+// that body in the outbox, in the transaction that decided it, and the
+// outbox's relays deliver the stored body after the commit, one relay per
+// sink, through [JSONLines.Send] and [Webhook.Send]: one write or one
+// request per delivery, with no retry of their own. The relay retries a
+// refusal with backoff, parks a record refused too often, and keeps each
+// stream's records (a unit's boundaries, a schedule's runs) in order;
+// different streams are delivered in parallel.
 //
 // # Webhook requests
 //
-// Each event is one POST with a JSON body (see [Record]) and these headers:
+// Each record is one POST with its JSON body (see [Record]) and these
+// headers:
 //
 //	Content-Type:       application/json
 //	Idempotency-Key:    the record's id: <unit>/<boundary in RFC 3339 UTC>, e.g. day/2026-03-29T00:00:00Z,
@@ -22,5 +26,6 @@
 //
 // A receiver verifies the signature with [Verify] (or the same computation
 // in any language) before trusting the body, and deduplicates by
-// Idempotency-Key: delivery is at least once.
+// Idempotency-Key (the body's "id"): delivery is at least once, and a
+// redelivery carries the same key and the same body.
 package sink

@@ -6,9 +6,6 @@ var (
 	// ErrBadWebhookURL is returned by NewWebhook for a URL that is not
 	// absolute http(s).
 	ErrBadWebhookURL = errors.New("sink: webhook URL must be an absolute http:// or https:// URL")
-	// ErrNegativeRetry is returned by NewWebhook for negative attempts or
-	// backoffs.
-	ErrNegativeRetry = errors.New("sink: webhook attempts and backoffs must not be negative")
 	// ErrNotATickEvent is returned for a value that is none of what the
 	// ticker publishes: a tick.Event, a tick.TicksSkipped report, a
 	// schedule.Run or a schedule.SlotsSkipped report.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,11 +27,27 @@ func minute(i int) tick.MinuteHasPassed {
 	return tick.MinuteHasPassed{Passage: p}
 }
 
+// send marshals each event and sends it to s as the relay would: its
+// stored body under its key and type.
+func send(t *testing.T, s interface {
+	Send(ctx context.Context, key, typ string, body []byte) error
+}, events ...any) error {
+	t.Helper()
+	for _, e := range events {
+		body, env, err := sink.Marshal(e)
+		require.NoError(t, err)
+		if err := s.Send(context.Background(), env.ID, env.Type, body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func TestJSONLinesWritesOneObjectPerEvent(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	skipped := tick.TicksSkipped{Unit: tick.Hour, From: minute(0).At, To: minute(0).At.Add(2 * time.Hour), Count: 3, Policy: "skip"}
-	require.NoError(t, sink.NewJSONLines(&out).Publish(context.Background(), minute(0), minute(1), skipped))
+	require.NoError(t, send(t, sink.NewJSONLines(&out), minute(0), minute(1), skipped))
 
 	lines := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))
 	require.Len(t, lines, 3)
@@ -50,9 +65,9 @@ func TestJSONLinesWritesOneObjectPerEvent(t *testing.T) {
 	require.EqualValues(t, 3, third["count"])
 }
 
-func TestJSONLinesRejectsForeignValues(t *testing.T) {
+func TestMarshalRejectsForeignValues(t *testing.T) {
 	t.Parallel()
-	err := sink.NewJSONLines(io.Discard).Publish(context.Background(), "not an event")
+	_, _, err := sink.Marshal("not an event")
 	require.ErrorIs(t, err, sink.ErrNotATickEvent)
 	require.ErrorContains(t, err, "string")
 }
@@ -102,75 +117,25 @@ func (r *receiver) accepted() []string {
 	return append([]string(nil), r.got...)
 }
 
-func TestWebhookDeliversEveryEventOnceInOrderAfterTheReceiverRecovers(t *testing.T) {
+// A webhook sends one signed request per record, with the record's key
+// as its Idempotency-Key, and does not retry a refusal itself: the relay
+// that calls it does, with backoff.
+func TestWebhookSendsOneSignedRequestPerRecord(t *testing.T) {
 	t.Parallel()
-	recv := &receiver{failures: 7, secret: []byte("s3cret")}
+	recv := &receiver{failures: 1, secret: []byte("s3cret")}
 	srv := httptest.NewServer(recv)
 	t.Cleanup(srv.Close)
-
-	hook, err := sink.NewWebhook(sink.WebhookConfig{
-		URL: srv.URL, Secret: recv.secret, Attempts: 3,
-		InitialBackoff: time.Microsecond, MaxBackoff: time.Microsecond,
-	})
+	hook, err := sink.NewWebhook(sink.WebhookConfig{URL: srv.URL + "/hook?token=abc", Secret: recv.secret})
 	require.NoError(t, err)
+	require.NotContains(t, hook.URL(), "abc", "a token in the query is not shown")
 
-	events := []any{minute(0), minute(1), minute(2)}
-	ctx := context.Background()
-	// Like the ticker, offer the same batch again after every failure.
-	var failures int
-	for hook.Publish(ctx, events...) != nil {
-		failures++
-		require.Less(t, failures, 10, "the receiver recovered; delivery must succeed")
-	}
-	require.Equal(t, 2, failures, "7 refusals at 3 attempts per Publish")
-	require.Equal(t, []string{
-		"minute/2026-11-21T12:00:00Z", "minute/2026-11-21T12:01:00Z", "minute/2026-11-21T12:02:00Z",
-	}, recv.accepted())
+	err = send(t, hook, minute(0))
+	require.ErrorContains(t, err, "503")
+	require.ErrorContains(t, err, minute(0).ID(), "the refusal names the record")
+	require.Empty(t, recv.accepted(), "one request, refused, not retried here")
+	require.NoError(t, send(t, hook, minute(0), minute(1)))
+	require.Equal(t, []string{"minute/2026-11-21T12:00:00Z", "minute/2026-11-21T12:01:00Z"}, recv.accepted())
 	require.Zero(t, recv.badSigs)
-}
-
-func TestFanoutNeverResendsWhatASinkAlreadyTook(t *testing.T) {
-	t.Parallel()
-	var mu sync.Mutex
-	var keys []string
-	calls := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		calls++
-		if calls == 2 { // the second event fails once
-			w.WriteHeader(http.StatusBadGateway)
-			return
-		}
-		keys = append(keys, req.Header.Get(sink.HeaderIdempotency))
-	}))
-	t.Cleanup(srv.Close)
-	hook, err := sink.NewWebhook(sink.WebhookConfig{URL: srv.URL, Attempts: 1})
-	require.NoError(t, err)
-	var stdout bytes.Buffer
-	fan := sink.NewFanout(sink.NewJSONLines(&stdout), hook)
-
-	ctx := context.Background()
-	// The ticker publishes one event per call and offers the failed one
-	// again; the healthy sink must not see it twice.
-	require.NoError(t, fan.Publish(ctx, minute(0)))
-	require.ErrorContains(t, fan.Publish(ctx, minute(1)), "502")
-	require.NoError(t, fan.Publish(ctx, minute(1)))
-	require.NoError(t, fan.Publish(ctx, minute(2)))
-
-	require.Equal(t, []string{minute(0).ID(), minute(1).ID(), minute(2).ID()}, keys)
-	require.Len(t, records(t, stdout.String()), 3, "stdout got each event once")
-}
-
-func records(t *testing.T, out string) []sink.Record {
-	t.Helper()
-	var recs []sink.Record
-	for line := range strings.Lines(out) {
-		var r sink.Record
-		require.NoError(t, json.Unmarshal([]byte(line), &r))
-		recs = append(recs, r)
-	}
-	return recs
 }
 
 func TestWebhookGivesUpWhenTheContextEnds(t *testing.T) {
@@ -179,11 +144,13 @@ func TestWebhookGivesUpWhenTheContextEnds(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 	}))
 	t.Cleanup(srv.Close)
-	hook, err := sink.NewWebhook(sink.WebhookConfig{URL: srv.URL, Attempts: 100, InitialBackoff: time.Hour})
+	hook, err := sink.NewWebhook(sink.WebhookConfig{URL: srv.URL})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	require.ErrorIs(t, hook.Publish(ctx, minute(0)), context.Canceled)
+	body, env, err := sink.Marshal(minute(0))
+	require.NoError(t, err)
+	require.ErrorIs(t, hook.Send(ctx, env.ID, env.Type, body), context.Canceled)
 }
 
 func TestVerify(t *testing.T) {
@@ -195,20 +162,6 @@ func TestVerify(t *testing.T) {
 	require.False(t, sink.Verify([]byte("k"), append(body, ' '), sig))
 	require.False(t, sink.Verify([]byte("k"), body, ""))
 }
-
-func TestFanoutTriesEverySinkAndJoinsFailures(t *testing.T) {
-	t.Parallel()
-	var a, b bytes.Buffer
-	failing := sink.NewJSONLines(failingWriter{})
-	err := sink.NewFanout(sink.NewJSONLines(&a), failing, sink.NewJSONLines(&b)).Publish(context.Background(), minute(0))
-	require.ErrorIs(t, err, io.ErrShortWrite)
-	require.NotEmpty(t, a.String())
-	require.Equal(t, a.String(), b.String())
-}
-
-type failingWriter struct{}
-
-func (failingWriter) Write([]byte) (int, error) { return 0, io.ErrShortWrite }
 
 // Africa/Monrovia's local mean time, -00:44:30, survives the JSON body:
 // encoding/json's time.Time would print -00:44 and name another instant.
@@ -241,7 +194,7 @@ func TestScheduleRunRecordCarriesTheRunLosslessly(t *testing.T) {
 		Command: "send-report", Payload: []byte(`{"to": ["ops"]}`),
 	}
 	var out bytes.Buffer
-	require.NoError(t, sink.NewJSONLines(&out).Publish(context.Background(), run))
+	require.NoError(t, send(t, sink.NewJSONLines(&out), run))
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
 	require.Equal(t, map[string]any{
@@ -279,52 +232,4 @@ func TestSlotsSkippedRecord(t *testing.T) {
 	require.Equal(t, "SlotsSkipped", env.Type)
 	require.JSONEq(t, `{"type":"SlotsSkipped","id":"slots-skipped/poll/2026-11-21T12:00:00Z..2026-11-21T12:04:00Z",
 		"schedule":"poll","from":"2026-11-21T12:00:00Z","to":"2026-11-21T12:04:00Z","count":3,"policy":"latest-only"}`, string(body))
-}
-
-// A run that failed on one sink is retried under the same slot id (a new
-// run id, the next attempt): the sink that already took it does not get
-// it again, the one that failed does.
-func TestFanoutDeliversARetriedSlotOnlyWhereItFailed(t *testing.T) {
-	t.Parallel()
-	var ok, flaky bytes.Buffer
-	failing := &failOnce{w: &flaky}
-	fan := sink.NewFanout(sink.NewJSONLines(&ok), sink.NewJSONLines(failing))
-	ctx := context.Background()
-	slot := time.Date(2026, 11, 21, 12, 2, 0, 0, time.UTC)
-	first := schedule.Run{RunID: "a", SlotID: schedule.SlotID("poll", slot), Schedule: "poll", Slot: slot, Attempt: 1}
-	retry := first
-	retry.RunID, retry.Attempt = "b", 2
-	next := schedule.Run{RunID: "c", SlotID: schedule.SlotID("poll", slot.Add(2*time.Minute)), Schedule: "poll", Slot: slot.Add(2 * time.Minute), Attempt: 1}
-	manual := schedule.Run{RunID: "d", SlotID: "poll@manual/d", Schedule: "poll", Slot: slot, Manual: true, Attempt: 1}
-
-	require.ErrorIs(t, fan.Publish(ctx, first), io.ErrShortWrite)
-	require.NoError(t, fan.Publish(ctx, retry))
-	require.NoError(t, fan.Publish(ctx, next))
-	require.NoError(t, fan.Publish(ctx, manual), "a manual run at an acknowledged slot is still new")
-
-	runIDs := func(out string) []string {
-		var ids []string
-		for line := range strings.Lines(out) {
-			var r sink.RunRecord
-			require.NoError(t, json.Unmarshal([]byte(line), &r))
-			ids = append(ids, r.RunID)
-		}
-		return ids
-	}
-	require.Equal(t, []string{"a", "c", "d"}, runIDs(ok.String()))
-	require.Equal(t, []string{"b", "c", "d"}, runIDs(flaky.String()))
-}
-
-// failOnce fails its first write.
-type failOnce struct {
-	w      io.Writer
-	failed bool
-}
-
-func (f *failOnce) Write(p []byte) (int, error) {
-	if !f.failed {
-		f.failed = true
-		return 0, io.ErrShortWrite
-	}
-	return f.w.Write(p)
 }

@@ -1,0 +1,434 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
+	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/outbox"
+	"github.com/passage-of-time/passage/schedule"
+	"github.com/passage-of-time/passage/tick"
+)
+
+// Delivery in "ticker run": what the ticker and the scheduler decide is
+// written to the outbox in the deciding transaction, and one relay per
+// sink delivers it after the commit (see the outbox package). Nothing is
+// posted from inside a transaction.
+const (
+	// relayPoll is how often a relay looks for records when no commit of
+	// this process woke it (another process's trigger, a horizon that
+	// held a record back).
+	relayPoll = time.Second
+	// relayParallel bounds the streams a webhook's relay delivers at once.
+	relayParallel = 16
+	// drainTimeout bounds the delivery at the end of "run --once",
+	// "run --until", "schedule trigger" and "schedule backfill", and at
+	// the stop of "run".
+	drainTimeout = 30 * time.Second
+	// deliveryLagLimit is how old a sink's oldest pending record may be
+	// before /healthz reports delivery as behind.
+	deliveryLagLimit = 5 * time.Minute
+)
+
+// sender is one sink: its name (the relay's checkpoints' key, stable
+// across restarts) and how it sends a stored record.
+type sender struct {
+	name     string
+	send     func(ctx context.Context, key, typ string, body []byte) error
+	parallel int
+}
+
+// webhookName names a webhook's sink: its URL without password or query,
+// which may hold tokens, and a hash of the whole URL, which tells apart
+// URLs that differ only there.
+func webhookName(hook *sink.Webhook, raw string) string {
+	sum := sha256.Sum256([]byte(raw))
+	shown := hook.URL()
+	if len(shown) > 200 {
+		shown = shown[:200] + "…"
+	}
+	return "webhook " + shown + " #" + hex.EncodeToString(sum[:4])
+}
+
+// senders returns the sinks the flags name: stdout unless only webhooks
+// are given, and each webhook.
+func (f *runFlags) senders(env Env) ([]sender, error) {
+	var out []sender
+	if len(f.webhooks) == 0 || f.stdout {
+		// One stream at a time keeps the lines of a pass in the order the
+		// streams first appear in it.
+		out = append(out, sender{name: "stdout", send: sink.NewJSONLines(env.Stdout).Send, parallel: 1})
+	}
+	secret := env.getenv(f.secretEnv)
+	for _, u := range f.webhooks {
+		hook, err := sink.NewWebhook(sink.WebhookConfig{URL: u, Secret: []byte(secret)})
+		if err != nil {
+			return nil, usagef("--webhook %q: %v", u, err)
+		}
+		out = append(out, sender{name: webhookName(hook, u), send: hook.Send, parallel: relayParallel})
+	}
+	if len(f.webhooks) > 0 && secret == "" {
+		fmt.Fprintf(env.Stderr, "warning: $%s is empty: webhook bodies are not signed\n", f.secretEnv)
+	}
+	return out, nil
+}
+
+// relay is one sink's relay, with what /metrics and /healthz show of it.
+type relay struct {
+	name string
+	r    *outbox.Relay
+	wake chan struct{}
+
+	mu      sync.Mutex
+	lateSum float64 // seconds, of the deliveries counted in r.Stats
+	lateMax float64
+}
+
+// delivery is the outbox of "ticker run" and its relays.
+type delivery struct {
+	db     *sqldb.DB
+	box    *outbox.Outbox
+	clock  clockwork.Clock
+	logger *slog.Logger
+	relays []*relay
+}
+
+// openDelivery opens the outbox of db and a relay per sink. A record a
+// sink refuses is retried after backoff, doubled up to 10 s (or backoff
+// if longer), and parked after attempts refusals.
+func openDelivery(ctx context.Context, db *sqldb.DB, senders []sender, backoff time.Duration, attempts int, clock clockwork.Clock, logger *slog.Logger) (*delivery, error) {
+	box, err := outbox.Open(ctx, db.DB, outbox.WithClock(clock))
+	if err != nil {
+		return nil, fmt.Errorf("open the outbox: %w", err)
+	}
+	d := &delivery{db: db, box: box, clock: clock, logger: logger}
+	for _, s := range senders {
+		rl := &relay{name: s.name, wake: make(chan struct{}, 1)}
+		send := s.send
+		deliver := func(ctx context.Context, m outbox.Message) error { return send(ctx, m.Key, m.Type, m.Body) }
+		rl.r, err = outbox.NewRelay(box, s.name, deliver,
+			outbox.WithParallel(s.parallel),
+			outbox.WithPoll(relayPoll),
+			outbox.WithBackoff(backoff, max(backoff, 10*time.Second)),
+			outbox.WithMaxAttempts(attempts),
+			outbox.WithObserver(rl.observer(logger)))
+		if err != nil {
+			return nil, fmt.Errorf("relay to %s: %w", s.name, err)
+		}
+		d.relays = append(d.relays, rl)
+	}
+	return d, nil
+}
+
+// observer counts a relay's lateness and logs each refusal once, with
+// its next attempt, and each parked record.
+func (rl *relay) observer(logger *slog.Logger) outbox.Observer {
+	return outbox.Observer{
+		Delivered: func(_ outbox.Message, late time.Duration) {
+			rl.mu.Lock()
+			defer rl.mu.Unlock()
+			rl.lateSum += late.Seconds()
+			rl.lateMax = max(rl.lateMax, late.Seconds())
+		},
+		Refused: func(m outbox.Message, err error, next time.Time) {
+			// Once per record: a receiver down for an hour would otherwise
+			// log every retry of every record behind it. The later
+			// refusals are counted (passage_delivery_refused_total).
+			if m.Attempt == 1 {
+				logger.Warn("delivery refused; retried with backoff under the same key (further refusals of it are counted, not logged)",
+					"sink", rl.name, "key", m.Key, "type", m.Type, "next_attempt", next, "err", err)
+			}
+		},
+		Parked: func(m outbox.Message, err error) {
+			logger.Error("delivery refused too often; the record is parked (ticker status and /metrics show it)",
+				"sink", rl.name, "key", m.Key, "type", m.Type, "attempts", m.Attempt, "err", err)
+		},
+	}
+}
+
+// notify wakes every relay: records committed.
+func (d *delivery) notify() {
+	for _, rl := range d.relays {
+		select {
+		case rl.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// write records events (a tick.Event, a tick.TicksSkipped, a
+// schedule.Run, a schedule.SlotsSkipped) in tx, for delivery after it
+// commits.
+func (d *delivery) write(ctx context.Context, tx sqlx.ExtContext, events ...any) error {
+	records := make([]outbox.Record, 0, len(events))
+	for _, e := range events {
+		body, env, err := sink.Marshal(e)
+		if err != nil {
+			return err
+		}
+		records = append(records, outbox.Record{Stream: streamOf(e), Key: env.ID, Type: env.Type, Body: body})
+	}
+	return d.box.WriteTx(ctx, tx, records...)
+}
+
+// streamOf is what orders a record: its unit of time, or its schedule.
+func streamOf(e any) string {
+	switch e := e.(type) {
+	case tick.Event:
+		return string(e.Unit())
+	case tick.TicksSkipped:
+		return string(e.Unit)
+	case schedule.Run:
+		return "schedule/" + e.Schedule
+	case schedule.SlotsSkipped:
+		return "schedule/" + e.Schedule
+	}
+	return "other"
+}
+
+// Publish implements tick.Publisher for the ticker's own events: each is
+// written to the outbox in a short transaction of its own (a boundary
+// offered again is there already and not written twice), and the relays
+// are woken once it committed.
+func (d *delivery) Publish(ctx context.Context, events ...any) error {
+	for _, e := range events {
+		// One statement, committed on its own.
+		if err := d.write(ctx, d.db.DB, e); err != nil {
+			return fmt.Errorf("record %T in the outbox: %w", e, err)
+		}
+	}
+	d.notify()
+	return nil
+}
+
+// run delivers until stopping is closed, each relay on a goroutine of
+// its own, passing only while holds says this process holds the ticker's
+// lease: a standby delivers nothing, and takes over from the checkpoints
+// when it takes the lease. A relay stops between passes, so a request in
+// flight gets its answer and is not offered again; ctx ending cuts a pass
+// short (the stop's deadline). It returns once every relay has stopped.
+func (d *delivery) run(ctx context.Context, stopping <-chan struct{}, holds func() bool) {
+	var wg sync.WaitGroup
+	for _, rl := range d.relays {
+		wg.Go(func() { d.loop(ctx, stopping, rl, holds) })
+	}
+	wg.Wait()
+}
+
+func (d *delivery) loop(ctx context.Context, stopping <-chan struct{}, rl *relay, holds func() bool) {
+	failing := false
+	for {
+		select {
+		case <-stopping:
+			return
+		default:
+		}
+		var retryAt time.Time
+		if holds() {
+			res, err := rl.r.Pass(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			switch {
+			case err != nil:
+				if !failing {
+					d.logger.Error("delivery pass failed; retried at the next poll", "sink", rl.name, "err", err)
+				}
+				failing = true
+			case res.More:
+				failing = false
+				continue
+			default:
+				failing = false
+				retryAt = res.NextRetry
+			}
+		}
+		// A refusal's retry is due on the run's clock. The poll is real
+		// time: what it waits for happens in the database — another
+		// process's commit, a record PostgreSQL's horizon held back until
+		// an older transaction ended — not on the clock the run plans by.
+		var retry <-chan time.Time
+		var retryTimer clockwork.Timer
+		if !retryAt.IsZero() {
+			retryTimer = d.clock.NewTimer(max(retryAt.Sub(d.clock.Now()), 0))
+			retry = retryTimer.Chan()
+		}
+		poll := time.NewTimer(relayPoll)
+		select {
+		case <-ctx.Done():
+		case <-stopping:
+		case <-rl.wake:
+		case <-retry:
+		case <-poll.C:
+		}
+		poll.Stop()
+		if retryTimer != nil {
+			retryTimer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// drained is what a drain delivered and left, summed over the sinks.
+type drained struct {
+	delivered, parked int
+	left, waiting     int // pending at the end; of them, refused and waiting for a retry
+	errs              []error
+}
+
+// drain delivers what is committed, relay by relay, until nothing more
+// is pending or only what waits for a retry after a refusal (and what
+// waits behind it) is: that is left for the next run. A record the
+// relay cannot read yet (PostgreSQL: an older transaction still runs)
+// is waited for. The whole drain is bounded by timeout.
+func (d *delivery) drain(ctx context.Context, timeout time.Duration) drained {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	var out drained
+	for _, rl := range d.relays {
+		for {
+			res, err := rl.r.Pass(ctx)
+			out.delivered += res.Delivered
+			out.parked += res.Parked
+			if err != nil {
+				out.errs = append(out.errs, err)
+				break
+			}
+			if res.More || res.Delivered+res.Parked > 0 {
+				continue
+			}
+			b, err := rl.r.Backlog(ctx)
+			if err != nil {
+				out.errs = append(out.errs, err)
+				break
+			}
+			if b.Pending == 0 || b.Waiting > 0 {
+				break
+			}
+			// Committed, not readable yet: the horizon is a matter of the
+			// database's transactions, waited for in real time.
+			t := time.NewTimer(20 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		if b, err := rl.r.Backlog(context.WithoutCancel(ctx)); err == nil {
+			out.left += b.Pending
+			out.waiting += b.Waiting
+		}
+	}
+	return out
+}
+
+// summary says what a drain did, for the stderr line of a run-once
+// command.
+func (o drained) summary() string {
+	s := fmt.Sprintf("delivered %s", plural(o.delivered, "record", "records"))
+	if o.parked > 0 {
+		s += fmt.Sprintf(", parked %d", o.parked)
+	}
+	if o.left > 0 {
+		s += fmt.Sprintf(", %d left in the outbox", o.left)
+		if o.waiting > 0 {
+			s += fmt.Sprintf(" (%d refused, retried with their streams by the next run)", o.waiting)
+		}
+	}
+	if len(o.errs) > 0 {
+		msgs := make([]string, len(o.errs))
+		for i, err := range o.errs {
+			msgs[i] = err.Error()
+		}
+		s += " (delivery failed: " + strings.Join(msgs, "; ") + ")"
+	}
+	return s
+}
+
+// err is the drain's failure (the database, not a sink), if any.
+func (o drained) err() error { return errors.Join(o.errs...) }
+
+// health is nil while delivery keeps up: no sink's oldest pending
+// record was recorded more than deliveryLagLimit ago. That covers a
+// receiver that refuses (its records wait behind the refusal until parked)
+// and one too slow for what is recorded. It is read from the database, so
+// every replica reports the truth of the one that delivers. Parked
+// records do not degrade it (they stay parked until someone acts, and a
+// health check that never recovers gets the process restarted for
+// nothing): /metrics counts them (passage_delivery_parked) and the log
+// names each.
+func (d *delivery) health(ctx context.Context) error {
+	now := d.clock.Now()
+	for _, rl := range d.relays {
+		b, err := rl.r.Backlog(ctx)
+		if err != nil {
+			return fmt.Errorf("delivery: %w", err)
+		}
+		if b.Pending > 0 && now.Sub(b.Oldest) > deliveryLagLimit {
+			return fmt.Errorf("delivery: %s is behind: %s pending, the oldest recorded %v ago at %s (limit %v), %d refused and waiting for a retry",
+				rl.name, plural(b.Pending, "record", "records"), now.Sub(b.Oldest).Round(time.Second), tick.FormatTime(b.Oldest), deliveryLagLimit, b.Waiting)
+		}
+	}
+	return nil
+}
+
+// writeMetrics writes each sink's delivery counts (this process's relay),
+// and its parked records and backlog (the database's).
+func (d *delivery) writeMetrics(ctx context.Context, w io.Writer) {
+	type row struct {
+		stats           outbox.Stats
+		lateSum, late   float64
+		parked, pending int
+		ok              bool
+	}
+	rows := make([]row, len(d.relays))
+	for i, rl := range d.relays {
+		rl.mu.Lock()
+		rows[i] = row{stats: rl.r.Stats(), lateSum: rl.lateSum, late: rl.lateMax}
+		rl.mu.Unlock()
+		parked, err := d.box.Parked(ctx, rl.name)
+		b, berr := rl.r.Backlog(ctx)
+		rows[i].parked, rows[i].pending, rows[i].ok = len(parked), b.Pending, err == nil && berr == nil
+	}
+	series := []struct {
+		name, help, kind string
+		value            func(row) float64
+		db               bool
+	}{
+		{"passage_delivery_delivered_total", "Records a sink took (this process's relay).", "counter", func(r row) float64 { return float64(r.stats.Delivered) }, false},
+		{"passage_delivery_refused_total", "Deliveries a sink refused, each retried with backoff or parked (this process's relay).", "counter", func(r row) float64 { return float64(r.stats.Refused) }, false},
+		{"passage_delivery_parked_total", "Records parked after too many refusals (this process's relay).", "counter", func(r row) float64 { return float64(r.stats.Parked) }, false},
+		{"passage_delivery_pass_failures_total", "Relay passes that failed on the database.", "counter", func(r row) float64 { return float64(r.stats.Failed) }, false},
+		{"passage_delivery_lateness_seconds_sum", "Sum of the delays between a record's commit and its delivery.", "counter", func(r row) float64 { return r.lateSum }, false},
+		{"passage_delivery_lateness_seconds_count", "Deliveries whose delay is in the sum.", "counter", func(r row) float64 { return float64(r.stats.Delivered) }, false},
+		{"passage_delivery_lateness_seconds_max", "Largest delay between a record's commit and its delivery.", "gauge", func(r row) float64 { return r.late }, false},
+		{"passage_delivery_parked", "Records parked for the sink, in the database.", "gauge", func(r row) float64 { return float64(r.parked) }, true},
+		{"passage_delivery_backlog", "Committed records the sink has yet to take, in the database.", "gauge", func(r row) float64 { return float64(r.pending) }, true},
+	}
+	for _, s := range series {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", s.name, s.help, s.name, s.kind)
+		for i, rl := range d.relays {
+			if s.db && !rows[i].ok {
+				continue
+			}
+			fmt.Fprintf(w, "%s{sink=%q} %g\n", s.name, rl.name, s.value(rows[i]))
+		}
+	}
+}
