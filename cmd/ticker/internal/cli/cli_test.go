@@ -95,7 +95,7 @@ type background struct {
 
 // startRun starts "ticker run args..." on clock and returns once its ticker
 // has started.
-func startRun(t *testing.T, clock clockwork.Clock, args ...string) *background {
+func startRun(t testing.TB, clock clockwork.Clock, args ...string) *background {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan *tick.Ticker, 1)
