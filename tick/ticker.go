@@ -272,7 +272,7 @@ func (t *Ticker) wake() {
 	t.mu.Unlock()
 	now := t.cfg.clock.Now()
 	out, err := t.run(ctx, now, passMode{liveFrom: t.liveFrom(), stop: stop})
-	retry := t.schedule(now, out, err)
+	retry := t.schedule(now, t.cfg.clock.Now(), out, err)
 	switch {
 	case errors.Is(err, ErrNotLeader):
 		t.cfg.logger.Debug("tick: not the leader, nothing emitted", "error", err)

@@ -616,3 +616,17 @@ func TestStopHonoursItsContext(t *testing.T) {
 		t.Fatal("the publisher's context was not cancelled")
 	}
 }
+
+// A pass that failed after running longer than its backoff is retried a
+// backoff after it ended, not at once: its retry time, which the log
+// prints, is never already past.
+func TestAFailedLongPassIsRetriedABackoffAfterItEnded(t *testing.T) {
+	t.Parallel()
+	tk, err := New(&recorder{}, NewMemoryStore(), WithClock(clockwork.NewFakeClockAt(epoch)), WithRetryBackoff(time.Second, time.Minute))
+	require.NoError(t, err)
+	ended := epoch.Add(40 * time.Second) // a publish that took 40 s, then failed
+	retry := tk.schedule(epoch, ended, outcome{}, errors.New("receiver gone"))
+	require.Equal(t, ended.Add(time.Second), retry)
+	retry = tk.schedule(ended, ended, outcome{}, errors.New("receiver gone"))
+	require.Equal(t, ended.Add(2*time.Second), retry, "the second failure in a row waits twice as long")
+}

@@ -31,16 +31,23 @@ type wakeState struct {
 	watching Lease      // the other replica's lease last logged
 }
 
-// schedule records a wake-up's outcome for the next Next and returns when
-// a failed pass is retried.
-func (t *Ticker) schedule(now time.Time, out outcome, err error) time.Time {
+// schedule records the outcome of a wake-up's pass, which covered now and
+// ended at end, for the next Next, and returns when a failed pass is
+// retried: a backoff after the end, so that a pass that failed after
+// running longer than its backoff is not retried at once (nor logged with
+// a retry time already past).
+func (t *Ticker) schedule(now, end time.Time, out outcome, err error) time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	w := &t.wakeState
 	w.passAt = now
 	if err != nil && !errors.Is(err, ErrNotLeader) {
 		w.failures++
-		w.retryAt = now.Add(t.cfg.backoff(w.failures))
+		from := now
+		if end.After(from) {
+			from = end
+		}
+		w.retryAt = from.Add(t.cfg.backoff(w.failures))
 	} else {
 		w.failures, w.retryAt = 0, time.Time{}
 	}
