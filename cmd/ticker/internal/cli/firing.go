@@ -50,12 +50,21 @@ type firing struct {
 // the run's record (a ScheduleRun, keyed by its slot id, in the stream of
 // its schedule) is written to the outbox in the firing transaction.
 func runHandler(out *delivery, runs *atomic.Int64) schedule.Handler {
+	return recordingHandler(out, runs, nil)
+}
+
+// recordingHandler is runHandler that also tells ran of each run once its
+// firing committed (at once for a run fired outside a processor's batch).
+func recordingHandler(out *delivery, runs *atomic.Int64, ran func(schedule.Run)) schedule.Handler {
 	return func(ctx context.Context, tx *sqlx.Tx, run schedule.Run) error {
 		if err := out.write(ctx, tx, run); err != nil {
 			return err
 		}
 		if runs != nil {
 			runs.Add(1)
+		}
+		if ran != nil && !todolist.AfterCommit(ctx, func(context.Context) { ran(run) }) {
+			ran(run)
 		}
 		return nil
 	}
@@ -66,7 +75,7 @@ func runHandler(out *delivery, runs *atomic.Int64) schedule.Handler {
 // boundaries: without minute in --units, a database that holds schedules
 // is a usage error (firing them an hour or a day late would be worse), and
 // one that holds none gets no scheduler (nil).
-func openFiring(ctx context.Context, db *sqldb.DB, units []tick.Unit, out *delivery, clock clockwork.Clock, logger *slog.Logger) (*firing, error) {
+func openFiring(ctx context.Context, db *sqldb.DB, units []tick.Unit, out *delivery, clock clockwork.Clock, logger *slog.Logger, m *metrics) (*firing, error) {
 	if !slices.Contains(units, tick.Minute) {
 		n, err := countSchedules(ctx, db)
 		if err != nil {
@@ -82,7 +91,7 @@ func openFiring(ctx context.Context, db *sqldb.DB, units []tick.Unit, out *deliv
 		return nil, nil
 	}
 	f := &firing{out: out}
-	s, err := schedule.Open(ctx, db.DB, runHandler(out, &f.runs), schedule.WithClock(clock),
+	s, err := schedule.Open(ctx, db.DB, recordingHandler(out, &f.runs, m.ranRun), schedule.WithClock(clock),
 		schedule.WithSkipsRecordedTx(func(ctx context.Context, tx *sqlx.Tx, r schedule.SlotsSkipped) error {
 			return out.write(ctx, tx, r)
 		}))

@@ -11,6 +11,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
 	"github.com/passage-of-time/passage/todolist"
 )
@@ -25,6 +26,25 @@ type metrics struct {
 	lagSum   map[tick.Unit]float64
 	lagMax   map[tick.Unit]float64
 	storeErr int64
+
+	// The schedule runs this process fired and committed, and their
+	// lateness: slot to fired_at (a jittered slot counts its jitter).
+	runs                   int64
+	runLateSum, runLateMax float64
+}
+
+// ranRun counts a committed schedule run; nil-safe for commands that keep
+// no metrics.
+func (m *metrics) ranRun(r schedule.Run) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	late := max(r.FiredAt.Sub(r.Slot), 0).Seconds()
+	m.runs++
+	m.runLateSum += late
+	m.runLateMax = max(m.runLateMax, late)
 }
 
 // The metrics are per unit; the to-do list figures are read from the database
@@ -163,6 +183,10 @@ func (m *metrics) write(w http.ResponseWriter) {
 		}
 	}
 	fmt.Fprintf(w, "# HELP passage_store_failures_total Failed cursor or lease store calls.\n# TYPE passage_store_failures_total counter\npassage_store_failures_total %d\n", m.storeErr)
+	fmt.Fprintf(w, "# HELP passage_schedule_runs_total Schedule runs this process fired and committed.\n# TYPE passage_schedule_runs_total counter\npassage_schedule_runs_total %d\n", m.runs)
+	fmt.Fprintf(w, "# HELP passage_schedule_run_lateness_seconds_sum Sum of the delays between a run's slot and its firing.\n# TYPE passage_schedule_run_lateness_seconds_sum counter\npassage_schedule_run_lateness_seconds_sum %g\n", m.runLateSum)
+	fmt.Fprintf(w, "# HELP passage_schedule_run_lateness_seconds_count Runs whose delay is in the sum.\n# TYPE passage_schedule_run_lateness_seconds_count counter\npassage_schedule_run_lateness_seconds_count %d\n", m.runs)
+	fmt.Fprintf(w, "# HELP passage_schedule_run_lateness_seconds_max Largest delay between a run's slot and its firing.\n# TYPE passage_schedule_run_lateness_seconds_max gauge\npassage_schedule_run_lateness_seconds_max %g\n", m.runLateMax)
 }
 
 func writeListMetrics(w http.ResponseWriter, lists []todolist.ListStats) {

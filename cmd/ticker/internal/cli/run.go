@@ -126,7 +126,7 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	var fire *firing
 	if f.schedules && !backfill {
 		units, _ := parseUnits(f.units) // already checked by tickerOptions
-		if fire, err = openFiring(ctx, db, units, out, clock, logger); err != nil {
+		if fire, err = openFiring(ctx, db, units, out, clock, logger, metrics); err != nil {
 			return err
 		}
 		if fire != nil {

@@ -944,3 +944,31 @@ func TestARunIsRecordedForDeliveryOnlyWithItsFiring(t *testing.T) {
 		})
 	}
 }
+
+// /metrics counts the schedule runs the process fired and committed, and
+// their lateness from slot to firing.
+func TestMetricsCountScheduleRunsAndTheirLateness(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(start)
+	db := filepath.Join(t.TempDir(), "passage.db")
+	ok(t, run(t, clock, nil, "schedule", "add", "--db", db, "--name", "poll", "--spec", "* * * * *", "--command", "poll"))
+	r := startRun(t, clock, "--db", db, "--units", "minute", "--http", "127.0.0.1:0")
+	defer func() { require.Equal(t, cli.ExitOK, r.stop(), r.stderr.String()) }()
+	for range 2 { // 12:01 and 12:02, each fired 30 s after its slot (the minute passes at :30 here)
+		require.NoError(t, tick.AdvanceAndWait(context.Background(), clock, time.Minute, r.ticker))
+	}
+	r.waitRecords(t, 4) // two minutes, two runs
+	resp, err := http.Get(serverURL(t, r) + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	for _, want := range []string{
+		"passage_schedule_runs_total 2\n",
+		"passage_schedule_run_lateness_seconds_sum 60\n",
+		"passage_schedule_run_lateness_seconds_count 2\n",
+		"passage_schedule_run_lateness_seconds_max 30\n",
+	} {
+		require.Contains(t, string(body), want)
+	}
+}
