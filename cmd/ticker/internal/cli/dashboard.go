@@ -67,8 +67,9 @@ func (m *metrics) counts() map[tick.Unit]dashboard.TickerCounts {
 }
 
 // serveCommand is "ticker serve": the dashboard alone, no ticker. Without
-// an admin token the database is opened read-only (as "status" opens it):
-// nothing is created, migrated or locked. With one, a schedule triggered
+// an admin token the database is opened read-only (openLiveReadOnly):
+// nothing is written, migrated or locked, and every write other processes
+// commit shows at the next refresh. With one, a schedule triggered
 // from it is recorded in the outbox, and "ticker run" delivers it.
 func serveCommand(ctx context.Context, env Env, args []string) error {
 	var f runFlags
@@ -90,7 +91,7 @@ func serveCommand(ctx context.Context, env Env, args []string) error {
 	token := adminToken(env, f.adminToken)
 	var db *sqldb.DB
 	if token == "" {
-		db, err = openReadOnly(ctx, *dsn)
+		db, err = openLiveReadOnly(ctx, *dsn)
 	} else {
 		db, err = openDB(ctx, *dsn)
 	}

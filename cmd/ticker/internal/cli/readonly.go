@@ -31,9 +31,28 @@ const readOnlyBusyTimeout = 500 * time.Millisecond
 
 // openReadOnly opens dsn for reading only and creates nothing: a SQLite
 // path that does not exist is an error, not a new file, and the connection
-// is opened with mode=ro and without immediate transactions; a PostgreSQL
-// session is read-only (default_transaction_read_only).
+// is opened with mode=ro and without immediate transactions (immutable when
+// no process has the file open, see quiescentWAL); a PostgreSQL session is
+// read-only (default_transaction_read_only). It suits a command that reads
+// once and ends; a server that keeps reading opens with openLiveReadOnly.
 func openReadOnly(ctx context.Context, dsn string) (*sqldb.DB, error) {
+	return openRead(ctx, dsn, false)
+}
+
+// openLiveReadOnly is openReadOnly for a process that keeps reading
+// ("ticker serve"): it sees every write committed after it opened. A
+// SQLite file is never opened immutable, which would read the file as it
+// was at the open and miss whatever writers commit to the -wal file next.
+// A file this process may write is opened read-write with
+// PRAGMA query_only, so that nothing is written through it and the last
+// connection to close, if it is this one, checkpoints (nothing) and
+// removes the -wal and -shm files its reads needed; one it may not write
+// is opened mode=ro, which leaves those files behind.
+func openLiveReadOnly(ctx context.Context, dsn string) (*sqldb.DB, error) {
+	return openRead(ctx, dsn, true)
+}
+
+func openRead(ctx context.Context, dsn string, live bool) (*sqldb.DB, error) {
 	dsn = strings.TrimSpace(dsn)
 	var (
 		driver  = "sqlite3"
@@ -74,7 +93,14 @@ func openReadOnly(ctx context.Context, dsn string) (*sqldb.DB, error) {
 		values.Set("mode", "ro")
 		values.Set("_busy_timeout", fmt.Sprint(readOnlyBusyTimeout.Milliseconds()))
 		values.Del("_txlock")
-		if quiescentWAL(path) {
+		switch {
+		case live:
+			values.Del("immutable")
+			if writable(path) {
+				values.Set("mode", "rw")
+				values.Set("_query_only", "1")
+			}
+		case quiescentWAL(path):
 			values.Set("immutable", "1")
 		}
 		abs, err := filepath.Abs(path)
@@ -121,6 +147,16 @@ func quiescentWAL(path string) bool {
 	}
 	_, err = os.Stat(path + "-wal")
 	return errors.Is(err, os.ErrNotExist)
+}
+
+// writable reports whether this process may open path for writing.
+func writable(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	_ = f.Close()
+	return true
 }
 
 // queryer is a database handle or a transaction.
