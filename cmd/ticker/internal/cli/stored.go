@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -52,7 +51,7 @@ func readSpec(spec, specFile string, loc *time.Location) (schedule.Spec, error) 
 	case (spec == "") == (specFile == ""):
 		return nil, usagef("give the spec with exactly one of --spec and --spec-file")
 	case specFile != "":
-		b, err := os.ReadFile(specFile)
+		b, err := readBounded(specFile, maxSpecBytes)
 		if err != nil {
 			return nil, usagef("--spec-file %q: %v", specFile, err)
 		}
@@ -60,7 +59,10 @@ func readSpec(spec, specFile string, loc *time.Location) (schedule.Spec, error) 
 	}
 	s, err := schedule.Parse(text, loc)
 	if err != nil {
-		return nil, usagef("--spec %q: %v", strings.TrimSpace(text), err)
+		// The parser quotes the spec, or parts of it, in its error: both
+		// are cut short, so a bad spec of megabytes gives an error of a
+		// line or two.
+		return nil, usagef("--spec %s: %s", clipValue(strings.TrimSpace(text)), clipMessage(err.Error()))
 	}
 	return s, nil
 }
