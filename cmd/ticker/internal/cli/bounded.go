@@ -51,7 +51,7 @@ func byteSize(n int64) string {
 
 // Bounds on what an error message echoes of a bad value.
 const (
-	clipRun     = 64  // a quoted value or an unbroken run of text
+	clipRun    = 64  // a quoted value or an unbroken run of text
 	maxMessage = 640 // a whole message
 )
 

@@ -45,11 +45,28 @@ func previewCommand(_ context.Context, env Env, args []string) error {
 	fmt.Fprintln(tw, "BOUNDARY\tWEEKDAY\tLENGTH\tNOTE")
 	b := nextBoundary(unit, start, loc)
 	for range *n {
+		if !readsBack(b) {
+			fmt.Fprintf(env.Stderr, "no more boundaries: the next, %s, is after the last instant RFC 3339 can write (%s)\n",
+				b.Format("2006-01-02 15:04 -07:00"), lastWritable)
+			break
+		}
 		next := nextBoundary(unit, b, loc)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", tick.FormatTime(b), b.Format("Mon"), next.Sub(b), note(b, next))
 		b = next
 	}
 	return tw.Flush()
+}
+
+// lastWritable is the end of the years RFC 3339 writes: four digits.
+const lastWritable = "year 9999"
+
+// readsBack reports whether t, written by tick.FormatTime, reads back
+// (tick.ParseTime, --from): RFC 3339 has four-digit years, so an instant
+// whose local year is past 9999 is written as 10000-01-01T00:00:00Z, which
+// no RFC 3339 reader takes. The preview commands stop before one.
+func readsBack(t time.Time) bool {
+	y := t.Year()
+	return y >= 0 && y <= 9999
 }
 
 // note explains boundaries an operator might not expect: a UTC offset change

@@ -81,7 +81,16 @@ func schedulePreviewCommand(_ context.Context, env Env, args []string) error {
 	// One instant a line, the instant first, its offset exact to the
 	// second (tick.FormatTime), so the output reads back losslessly.
 	at := s.Next(start)
-	for i := 0; i < *n && !at.IsZero(); i++ {
+	for range *n {
+		switch {
+		case at.IsZero():
+			fmt.Fprintln(env.Stderr, "the schedule has no more fire instants")
+			return nil
+		case !readsBack(at):
+			fmt.Fprintf(env.Stderr, "no more fire instants listed: the next, %s, is after the last instant RFC 3339 can write (%s)\n",
+				at.Format("2006-01-02 15:04 -07:00"), lastWritable)
+			return nil
+		}
 		fmt.Fprintf(env.Stdout, "%s  %s\n", tick.FormatTime(at), at.Format("Mon"))
 		at = s.Next(at)
 	}
