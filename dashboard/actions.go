@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +24,11 @@ var (
 	// ErrNotAdmin refuses an action whose request does not prove it
 	// knows the admin token (403).
 	ErrNotAdmin = errors.New("dashboard: forbidden: log in with the admin token, or send it as Authorization: Bearer <token>")
+	// ErrWrongToken refuses a login with a wrong token (403).
+	ErrWrongToken = errors.New("dashboard: wrong admin token")
+	// ErrTooManyAttempts refuses a login or bearer token from a client
+	// that made too many wrong attempts, without checking it (429).
+	ErrTooManyAttempts = errors.New("dashboard: too many wrong attempts at the admin token from this address: wait and try again")
 )
 
 // actionFunc does one action and says what it did, for the log and the
@@ -35,13 +39,18 @@ type actionFunc func(r *http.Request) (done string, back string, code int, err e
 // it, then log what was asked and how it ended.
 func (d *Dashboard) action(f actionFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case d.token == "":
-			d.logger.Warn("dashboard: action refused: read-only", "path", r.URL.Path, "remote", r.RemoteAddr)
+		if d.token == "" {
+			d.refused(r, "read-only")
 			d.fail(w, r, http.StatusForbidden, ErrReadOnly)
 			return
-		case !d.admin(r):
-			d.logger.Warn("dashboard: action refused: not admin", "path", r.URL.Path, "remote", r.RemoteAddr)
+		}
+		switch d.authenticate(r) {
+		case authAdmin:
+		case authLimited:
+			d.limited(w, r)
+			return
+		default:
+			d.refused(r, "not admin")
 			d.fail(w, r, http.StatusForbidden, ErrNotAdmin)
 			return
 		}
@@ -60,28 +69,52 @@ func (d *Dashboard) action(f actionFunc) http.Handler {
 	})
 }
 
-// login checks the token a browser posts and sets the session cookie:
-// HttpOnly (scripts never see it) and SameSite=Strict (no other site's
-// request carries it).
+// login checks the token a browser posts and starts a session: a random
+// id kept in memory until it expires (WithSessionTTL) or its browser logs
+// out. Its cookie is HttpOnly (scripts never see it), SameSite=Strict (no
+// other site's request carries it) and Secure over TLS or with
+// WithSecureCookie.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	if d.token == "" {
+		d.refused(r, "read-only")
 		d.fail(w, r, http.StatusForbidden, ErrReadOnly)
 		return
 	}
-	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(d.token)) != 1 {
-		d.logger.Warn("dashboard: login refused", "remote", r.RemoteAddr)
-		d.fail(w, r, http.StatusForbidden, errors.New("dashboard: wrong admin token"))
+	if !d.mayAttempt(r) {
+		d.limited(w, r)
+		return
+	}
+	if !d.tokenIs(r.PostFormValue("token")) {
+		d.wrongAttempt(r)
+		d.refused(r, "wrong token")
+		d.fail(w, r, http.StatusForbidden, ErrWrongToken)
 		return
 	}
 	d.logger.Info("dashboard: login", "remote", r.RemoteAddr)
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: d.sessionValue(), Path: d.base + "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	now := d.clock.Now()
+	id := d.sessions.start(now, now.Add(d.sessionTTL))
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: d.base + "/", HttpOnly: true,
+		MaxAge: int(d.sessionTTL.Seconds()), SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || d.secureCookie})
 	http.Redirect(w, r, d.base+localPath(r.PostFormValue("back")), http.StatusSeeOther)
 }
 
+// logout ends the browser's session on the server, so its cookie is
+// worth nothing even if it was copied, and clears the cookie.
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: d.base + "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		d.sessions.end(c.Value)
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: d.base + "/", MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || d.secureCookie})
 	http.Redirect(w, r, d.base+localPath(r.PostFormValue("back")), http.StatusSeeOther)
+}
+
+// limited answers a client out of attempts at the token: 429, and when
+// it may try again.
+func (d *Dashboard) limited(w http.ResponseWriter, r *http.Request) {
+	d.refused(r, "too many attempts")
+	w.Header().Set("Retry-After", fmt.Sprint(int(attemptEvery.Seconds())))
+	d.fail(w, r, http.StatusTooManyRequests, ErrTooManyAttempts)
 }
 
 // localPath keeps a redirect on this site: anything but a plain path

@@ -35,7 +35,7 @@ func chromium() string {
 // browser starts a headless Chromium for one test, or skips the test when
 // none can be found. The flags keep it from reaching out to the network
 // (updates, sync, field trials), which a closed network refuses.
-func browser(t *testing.T) context.Context {
+func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	path := chromium()
 	if path == "" {
@@ -52,6 +52,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	}
+	opts = append(opts, extra...)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
 	// The first action starts the browser, which lives as long as the

@@ -2,11 +2,7 @@ package dashboard
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -49,6 +45,12 @@ type Dashboard struct {
 	every     time.Duration
 	pages     map[string]*template.Template
 	handler   http.Handler
+
+	hosts        []string
+	sessionTTL   time.Duration
+	secureCookie bool
+	sessions     sessions
+	guards       guards
 
 	mu      sync.Mutex
 	stop    context.CancelFunc
@@ -201,7 +203,7 @@ func New(db *sqlx.DB, opts ...Option) (*Dashboard, error) {
 		return nil, fmt.Errorf("%w: db must not be nil", ErrInvalidOption)
 	}
 	d := &Dashboard{db: db, clock: clockwork.NewRealClock(), loc: time.UTC, logger: slog.Default(),
-		refresh: 10 * time.Second, every: 30 * time.Second, lag: newLagHistory(240)}
+		refresh: 10 * time.Second, every: 30 * time.Second, lag: newLagHistory(240), sessionTTL: 12 * time.Hour}
 	for _, opt := range opts {
 		if opt == nil {
 			continue
@@ -215,7 +217,7 @@ func New(db *sqlx.DB, opts ...Option) (*Dashboard, error) {
 		return nil, err
 	}
 	d.pages = pages
-	d.handler = d.mount(d.routes())
+	d.handler = d.checkHost(d.mount(d.routes()))
 	return d, nil
 }
 
@@ -298,32 +300,44 @@ func (d *Dashboard) sample(ctx context.Context) {
 	d.lag.add(lagOf(st))
 }
 
-// sessionValue is the cookie a logged-in browser carries: a MAC of a
-// fixed text under the token, so the cookie never holds the token itself
-// and changing the token logs everybody out.
-func (d *Dashboard) sessionValue() string {
-	m := hmac.New(sha256.New, []byte(d.token))
-	m.Write([]byte("passage dashboard session v1"))
-	return hex.EncodeToString(m.Sum(nil))
-}
-
 // sessionCookie names the admin session cookie.
 const sessionCookie = "passage_admin"
 
-// admin reports whether r proves it knows the token: a bearer token
-// (API clients) or the session cookie (browsers, set by /login).
-func (d *Dashboard) admin(r *http.Request) bool {
+// auth is what a request proved about the admin token.
+type auth int
+
+const (
+	authNone    auth = iota // no token presented, or no session
+	authAdmin               // the token, or a live session
+	authWrong               // a wrong bearer token
+	authLimited             // a bearer token from a client out of attempts: not checked
+)
+
+// authenticate reads a bearer token (API clients) or the session cookie
+// (browsers, set by /login). A bearer token is an attempt at the token,
+// limited per client like a login.
+func (d *Dashboard) authenticate(r *http.Request) auth {
 	if d.token == "" {
-		return false
+		return authNone
 	}
 	if h := r.Header.Get("Authorization"); h != "" {
-		const prefix = "Bearer "
-		return len(h) > len(prefix) && h[:len(prefix)] == prefix &&
-			subtle.ConstantTimeCompare([]byte(h[len(prefix):]), []byte(d.token)) == 1
+		if !d.mayAttempt(r) {
+			return authLimited
+		}
+		if bearer, ok := strings.CutPrefix(h, "Bearer "); ok && d.tokenIs(bearer) {
+			return authAdmin
+		}
+		d.wrongAttempt(r)
+		return authWrong
 	}
-	c, err := r.Cookie(sessionCookie)
-	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(d.sessionValue())) == 1
+	if c, err := r.Cookie(sessionCookie); err == nil && d.sessions.valid(c.Value, d.clock.Now()) {
+		return authAdmin
+	}
+	return authNone
 }
+
+// admin reports whether r proves it knows the token.
+func (d *Dashboard) admin(r *http.Request) bool { return d.authenticate(r) == authAdmin }
 
 func assets() fs.FS {
 	sub, err := fs.Sub(files, "assets")

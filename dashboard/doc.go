@@ -67,9 +67,11 @@
 // need an admin token (WithAdminToken; "--admin-token" or
 // PASSAGE_ADMIN_TOKEN on the command line). Without one the dashboard is
 // read-only: no action is shown and every action is refused with 403.
-// With one, a browser logs in with the token (a form; the session cookie
-// holds an HMAC of a fixed text under the token, HttpOnly and
-// SameSite=Strict), and a program sends "Authorization: Bearer <token>":
+// With one, a browser logs in with the token (a form), which starts a
+// session: a random id kept in memory, expiring after WithSessionTTL
+// (12 hours by default) and ended at logout; its cookie is HttpOnly,
+// SameSite=Strict and Secure over TLS or with WithSecureCookie. A program
+// sends "Authorization: Bearer <token>":
 //
 //	POST /lists/{name}/reactivate         form id=<item id>
 //	POST /schedules/{name}/pause|resume|trigger
@@ -78,8 +80,26 @@
 //
 // Every POST goes through net/http's CrossOriginProtection, which refuses
 // requests a browser marks cross-site (Sec-Fetch-Site) or whose Origin is
-// another host, token or not. Every action, done or refused, is logged
-// with slog.
+// another host, token or not. Every action done is logged with slog.
+//
+// # Security
+//
+// Reading needs no token: whoever reaches the server reads every page
+// and the API, workflow inputs, signal payloads and errors among them.
+// Serve it on a loopback address, or behind a proxy that authenticates.
+// What the dashboard checks itself:
+//
+//   - The Host header must name it: an IP address, "localhost" or a name
+//     below it, or a name given to WithAllowedHosts. Other names are
+//     answered 421 before anything is read, so that another site cannot
+//     read the pages through a name it resolves to this server (DNS
+//     rebinding). Behind a proxy, allow the Host the proxy forwards.
+//   - A client address (an IPv6 client's /64) gets 10 wrong attempts at
+//     the token, logins and bearer tokens together, then one every 6
+//     seconds; the others are answered 429 unchecked. Behind a proxy
+//     every client has the proxy's address, so limit there too.
+//   - Refusals are logged at most once a minute per client, each line
+//     with the number of refusals since the previous one.
 //
 // Reading never migrates or locks: the dashboard reads through the
 // packages' inspection functions (tick.ReadCursors, todolist.ReadItems,

@@ -22,6 +22,18 @@ import (
 // token when --admin-token is not given: a flag shows in the process list.
 const adminTokenEnv = "PASSAGE_ADMIN_TOKEN"
 
+// Environment variables for the dashboard of "ticker run --http" and
+// "ticker serve" (whose flags add to them).
+const (
+	// allowedHostsEnv lists, comma-separated, the host names the
+	// dashboard answers for beside IP addresses and localhost
+	// (dashboard.WithAllowedHosts).
+	allowedHostsEnv = "PASSAGE_DASHBOARD_HOSTS"
+	// secureCookieEnv set to 1 or true marks the session cookie Secure,
+	// for a dashboard behind a proxy that ends TLS.
+	secureCookieEnv = "PASSAGE_DASHBOARD_SECURE_COOKIE"
+)
+
 func adminToken(env Env, flag string) string {
 	if flag != "" {
 		return flag
@@ -33,8 +45,19 @@ func adminToken(env Env, flag string) string {
 // triggered from it is recorded in the outbox with its run, as "ticker
 // schedule trigger" records it, and the relays of "ticker run" deliver it
 // (within their poll); without one, it only reads.
-func openDashboard(ctx context.Context, env Env, db *sqldb.DB, clock clockwork.Clock, loc *time.Location, token string, logger *slog.Logger, out *delivery, m *metrics) (*dashboard.Dashboard, error) {
+//
+// The host names of $PASSAGE_DASHBOARD_HOSTS and a Secure cookie by
+// $PASSAGE_DASHBOARD_SECURE_COOKIE apply to both commands; extra options
+// ("ticker serve"'s flags) come after them.
+func openDashboard(ctx context.Context, env Env, db *sqldb.DB, clock clockwork.Clock, loc *time.Location, token string, logger *slog.Logger, out *delivery, m *metrics, extra ...dashboard.Option) (*dashboard.Dashboard, error) {
 	opts := []dashboard.Option{dashboard.WithClock(clock), dashboard.WithLocation(loc), dashboard.WithAdminToken(token), dashboard.WithLogger(logger)}
+	if hosts := splitList(env.getenv(allowedHostsEnv)); len(hosts) > 0 {
+		opts = append(opts, dashboard.WithAllowedHosts(hosts...))
+	}
+	switch strings.ToLower(env.getenv(secureCookieEnv)) {
+	case "1", "true", "yes":
+		opts = append(opts, dashboard.WithSecureCookie(true))
+	}
 	if m != nil {
 		opts = append(opts, dashboard.WithTickerCounts(m.counts))
 	}
@@ -45,11 +68,33 @@ func openDashboard(ctx context.Context, env Env, db *sqldb.DB, clock clockwork.C
 		}
 		opts = append(opts, dashboard.WithScheduler(s))
 	}
-	d, err := dashboard.New(db.DB, opts...)
-	if errors.Is(err, dashboard.ErrInvalidOption) {
+	if err := dashboard.WithAdminToken(token)(new(dashboard.Dashboard)); err != nil {
 		return nil, usageError{fmt.Errorf("--admin-token: %w", err)}
 	}
+	d, err := dashboard.New(db.DB, append(opts, extra...)...)
+	if errors.Is(err, dashboard.ErrInvalidOption) {
+		// The token was checked above: what is left are host names.
+		return nil, usageError{fmt.Errorf("--allowed-host or $%s: %w", allowedHostsEnv, err)}
+	}
 	return d, err
+}
+
+// splitList splits a comma-separated list, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// loopback reports whether addr, a listener's address, is reachable from
+// this machine alone.
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }
 
 // counts is what the ticker's observer counted, per unit, for the
@@ -78,6 +123,9 @@ func serveCommand(ctx context.Context, env Env, args []string) error {
 	addr := fs.String("http", "", "serve the dashboard on this address, e.g. 127.0.0.1:9090 (required)")
 	tz := fs.String("tz", "UTC", "IANA time zone to show times and compute the ticker's boundaries in: the --tz \"ticker run\" uses")
 	fs.StringVar(&f.adminToken, "admin-token", "", "allow the dashboard's actions to whoever logs in with this token, 16 bytes or more (default $"+adminTokenEnv+"; without one it is read-only); a triggered run is recorded in the outbox and delivered by \"ticker run\"")
+	var hosts multiFlag
+	fs.Var(&hosts, "allowed-host", "a host name the dashboard answers for, beside IP addresses and localhost (repeat it; also $"+allowedHostsEnv+", comma-separated): the name it is reached by, or the Host a proxy forwards; others are refused against DNS rebinding")
+	secure := fs.Bool("secure-cookie", false, "mark the session cookie Secure, behind a proxy that ends TLS (also $"+secureCookieEnv+"=1)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -107,7 +155,14 @@ func serveCommand(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 	}
-	dash, err := openDashboard(ctx, env, db, env.clock(), loc, token, logger, out, nil)
+	var extra []dashboard.Option
+	for _, h := range hosts {
+		extra = append(extra, dashboard.WithAllowedHosts(splitList(h)...))
+	}
+	if *secure {
+		extra = append(extra, dashboard.WithSecureCookie(true))
+	}
+	dash, err := openDashboard(ctx, env, db, env.clock(), loc, token, logger, out, nil, extra...)
 	if err != nil {
 		return err
 	}
@@ -123,6 +178,11 @@ func serveCommand(ctx context.Context, env Env, args []string) error {
 		mode = "actions allowed with the admin token"
 	}
 	fmt.Fprintf(env.Stderr, "serving the dashboard on http://%s (%s)\n", ln.Addr(), mode)
+	if !loopback(ln.Addr()) {
+		// Reading needs no token, with one or without: say so where it
+		// matters, when other machines can reach the server.
+		fmt.Fprintf(env.Stderr, "warning: %s is reachable from other machines and reading the dashboard needs no token: whoever reaches it reads every page and the API (workflow inputs, signal payloads, errors). Bind to 127.0.0.1, or put it behind a proxy that authenticates (see docs/dashboard/security.md).\n", ln.Addr())
+	}
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()

@@ -213,7 +213,7 @@ func TestServeIsReadOnlyByDefault(t *testing.T) {
 	require.Equal(t, strings.SplitN(before, "\n", 2)[0], mainFile(), "while serving, the file is only read (its -wal and -shm let serve see later writes)")
 
 	require.Equal(t, cli.ExitOK, s.stop(t), s.stderr.String())
-	require.Contains(t, s.stderr.String(), "action refused: read-only", "refusals are logged")
+	require.Contains(t, s.stderr.String(), `msg="dashboard: refused" reason=read-only`, "refusals are logged (a line a minute per client)")
 	require.Equal(t, before, fileState(t, path), "serve changed nothing on disk")
 	require.Equal(t, tables, sqliteTables(t, path), "serve created no tables")
 
