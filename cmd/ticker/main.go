@@ -24,9 +24,10 @@ func main() {
 		cancel()
 	}()
 	code := cli.Main(ctx, os.Args[1:], cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
-	if code == cli.ExitAbandoned {
-		// The command ignored the stop request for its grace period: exit
-		// as a process killed by that signal conventionally does.
+	if code == cli.ExitAbandoned || code == cli.ExitInterrupted {
+		// The command ignored the stop request for its grace period, or
+		// stopped before its work was done: exit as a process killed by
+		// that signal conventionally does.
 		select {
 		case sig := <-received:
 			if s, ok := sig.(syscall.Signal); ok {

@@ -30,6 +30,13 @@ const (
 	// waiting so that a signal always ends the program, even one whose
 	// computation never yields. main turns it into 128+signal.
 	ExitAbandoned = 128
+	// ExitInterrupted is returned when a signal (ctx cancelled) stopped a
+	// command before its work was done ("run --once", "run --until",
+	// "demo"…); the command stopped within its bound and said where it
+	// stopped. main turns it into 128+signal, as for ExitAbandoned. A
+	// stopped "run", whose work is to run until told to stop, exits
+	// ExitOK.
+	ExitInterrupted = 130
 )
 
 // Grace periods after ctx is cancelled. "run" finishes the emission in
@@ -55,6 +62,11 @@ type Env struct {
 	// returns ExitAbandoned.
 	Grace time.Duration
 
+	// stopBound, when positive, replaces stopTimeout and drainTimeout
+	// (export_stop_test.go), so a test of a stop cut short by its bound
+	// does not wait 30 s.
+	stopBound time.Duration
+
 	// next computes preview's boundaries; nil means tick.Next. Tests
 	// replace it with one that never returns (export_test.go).
 	next func(tick.Unit, time.Time, *time.Location) time.Time
@@ -65,6 +77,20 @@ func (e Env) getenv(k string) string {
 		return ""
 	}
 	return e.Getenv(k)
+}
+
+func (e Env) stopTimeout() time.Duration {
+	if e.stopBound > 0 {
+		return e.stopBound
+	}
+	return stopTimeout
+}
+
+func (e Env) drainTimeout() time.Duration {
+	if e.stopBound > 0 {
+		return e.stopBound
+	}
+	return drainTimeout
 }
 
 func (e Env) clock() clockwork.Clock {
@@ -83,6 +109,12 @@ func (u usageError) Unwrap() error { return u.err }
 func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
+
+// interruptedError is a command stopped by a signal before its work was
+// done; its message says where it stopped. It exits ExitInterrupted.
+type interruptedError struct{ msg string }
+
+func (e interruptedError) Error() string { return e.msg }
 
 type command struct {
 	name    string
@@ -138,6 +170,14 @@ func Main(ctx context.Context, args []string, env Env) int {
 		switch {
 		case err == nil || errors.Is(err, flag.ErrHelp):
 			return ExitOK
+		case errors.As(err, new(interruptedError)):
+			fmt.Fprintf(env.Stderr, "ticker %s: %v\n", c.name, err)
+			return ExitInterrupted
+		case ctx.Err() != nil && errors.Is(err, context.Canceled):
+			// The signal cut the command's work short: one quiet line,
+			// not the error of whatever it was doing.
+			fmt.Fprintf(env.Stderr, "ticker %s: stopped by a signal before it was done\n", c.name)
+			return ExitInterrupted
 		case errors.As(err, new(usageError)):
 			fmt.Fprintf(env.Stderr, "ticker %s: %v\n", c.name, err)
 			return ExitUsage
@@ -184,7 +224,30 @@ func printUsage(w io.Writer) {
 // flagSet is a command's flags and its help text.
 type flagSet struct {
 	*flag.FlagSet
-	help func()
+	help   func()
+	getenv func(string) string
+}
+
+// defaultDB is the --db of every command that works on the ticker's
+// database when neither --db nor $PASSAGE_DB (dbEnv) names another.
+const defaultDB = "passage.db"
+
+// dbEnv names the environment variable that replaces defaultDB as the
+// default of --db: a PostgreSQL DSN holding a password is then kept out
+// of the command line, which ps shows to every user of the machine.
+const dbEnv = "PASSAGE_DB"
+
+// dbFromEnv makes $PASSAGE_DB the value of a --db flag whose default is
+// defaultDB before the command line is parsed, so that a --db given
+// there still wins.
+func (fs *flagSet) dbFromEnv() {
+	f := fs.Lookup("db")
+	if f == nil || f.DefValue != defaultDB || fs.getenv == nil {
+		return
+	}
+	if v := strings.TrimSpace(fs.getenv(dbEnv)); v != "" {
+		_ = f.Value.Set(v) // a string flag: Set cannot fail
+	}
 }
 
 // newFlagSet returns a flag set that returns its errors instead of exiting.
@@ -195,7 +258,7 @@ func newFlagSet(env Env, name, usage string) *flagSet {
 	fs.SetOutput(io.Discard)
 	// flag calls Usage on every parse error too; only -h prints the help.
 	fs.Usage = func() {}
-	return &flagSet{FlagSet: fs, help: func() {
+	return &flagSet{FlagSet: fs, getenv: env.getenv, help: func() {
 		// PrintDefaults reads each flag's type and default off its value:
 		// show the flag's own, not the onceValue that wraps it for the
 		// parse (whose zero value has none, and made PrintDefaults panic).
@@ -211,6 +274,9 @@ func newFlagSet(env Env, name, usage string) *flagSet {
 		fs.SetOutput(env.Stdout)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
+		if f := fs.Lookup("db"); f != nil && f.DefValue == defaultDB {
+			fmt.Fprintf(env.Stdout, "\nEnvironment:\n  %s\n    \tthe default of --db, so that a DSN with a password is not on the command line (ps shows it);\n    \tPGPASSWORD and the other libpq variables also apply to a PostgreSQL DSN\n", dbEnv)
+		}
 	}}
 }
 
@@ -226,6 +292,7 @@ func parse(fs *flagSet, args []string) error {
 
 // parseFlags parses the flags up to the first argument that is not one.
 func parseFlags(fs *flagSet, args []string) error {
+	fs.dbFromEnv()
 	// A single-value flag given twice would silently keep the last value
 	// (flag's behaviour); give it once or not at all.
 	fs.VisitAll(func(f *flag.Flag) {

@@ -50,6 +50,11 @@ func demoCommand(ctx context.Context, env Env, args []string) error {
 		cfg.PaidShare = ordering.NoneWillPay
 	}
 	_, err = ordering.RunDemo(ctx, env.Stdout, db.DB, cfg)
+	if err != nil && ctx.Err() != nil {
+		// Whatever the signal interrupted (a wait, a commit) is no news:
+		// the story stopped, one quiet line says so.
+		return interruptedError{"stopped by a signal before the end of the story"}
+	}
 	return err
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"math"
@@ -28,6 +29,16 @@ type runFlags struct {
 	max, attempts                                              int
 	webhooks                                                   multiFlag
 	once, stdout, schedules                                    bool
+
+	fs *flagSet // the flags' set, for given (kept by sinkFlags)
+}
+
+// given reports whether the flag name was set on the command line (its
+// value may still equal the default: --webhook-attempts 360 was given).
+func (f *runFlags) given(name string) bool {
+	set := false
+	f.fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
 }
 
 type multiFlag []string
@@ -85,9 +96,12 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 		if f.once || backfill {
 			return usagef("--http %q: serves only while \"ticker run\" keeps running, not with --once or --until", f.httpAddr)
 		}
-		if _, err := net.ResolveTCPAddr("tcp", f.httpAddr); err != nil || !strings.Contains(f.httpAddr, ":") {
-			return usagef("--http %q: want host:port, e.g. 127.0.0.1:9090", f.httpAddr)
+		if err := checkHTTPAddr(f.httpAddr); err != nil {
+			return err
 		}
+	}
+	if err := f.checkIgnored(); err != nil {
+		return err
 	}
 	senders, err := f.senders(env)
 	if err != nil {
@@ -147,11 +161,16 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 		return once(ctx, env, ticker, store, metrics, loc, fire, out, clock)
 	case backfill:
 		err := ticker.EmitUntil(ctx, until)
+		if ctx.Err() != nil && err != nil && !errors.Is(err, tick.ErrNothingToBackfill) {
+			// A signal before --until was reached: what was recorded stays
+			// in the outbox, for the next run to deliver.
+			return interrupted(ctx, env, ticker, store, out, fmt.Sprintf("stopped by a signal before --until %s", tick.FormatTime(until)))
+		}
 		var dr drained
 		if err == nil {
 			// Delivered while the lease is held: another replica's relay
 			// would deliver the same records beside this one.
-			dr = out.drain(ctx, drainTimeout)
+			dr = out.drain(ctx, env.drainTimeout())
 			err = dr.err()
 		}
 		err = errors.Join(err, releaseLease(ctx, ticker))
@@ -175,7 +194,97 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 		d.Start(ctx) // the lag chart's samples; ends with ctx
 		dash = d
 	}
-	return serve(ctx, env, ticker, db, out, metrics, f.httpAddr, clock, dash)
+	loc, _ := loadLocation(f.tz) // already checked by tickerOptions
+	sinks := make([]string, len(out.relays))
+	for i, rl := range out.relays {
+		sinks[i] = rl.name
+	}
+	started := fmt.Sprintf("running as %s: units %s in %s, delivering to %s, while this process holds the lease (SIGINT or SIGTERM stops it within %s)",
+		holder, f.units, loc, strings.Join(sinks, " and "), env.stopTimeout())
+	return serve(ctx, env, ticker, store, db, out, metrics, f.httpAddr, clock, dash, started, loc)
+}
+
+// interrupted ends "run --once" or "run --until" stopped by a signal
+// before its work was done: the lease is released, what was recorded
+// stays in the outbox (the next run delivers it), and one line says
+// where the cursors are.
+func interrupted(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStore, out *delivery, what string) error {
+	line := what
+	if err := releaseLease(ctx, ticker); err != nil {
+		line += fmt.Sprintf("; %v (it lapses after --lease-ttl)", err)
+	} else {
+		line += "; lease released"
+	}
+	line += "; " + out.leftover(ctx) + "; " + cursorsLine(ctx, store, time.UTC)
+	return interruptedError{line}
+}
+
+// cursorsLine is "cursors at minute T, hour T" as the store has them now.
+func cursorsLine(ctx context.Context, store *tick.SQLStore, loc *time.Location) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	cursors, err := store.Cursors(ctx)
+	if err != nil {
+		return fmt.Sprintf("cursors unknown (%v)", err)
+	}
+	var parts []string
+	for _, u := range tick.Units() {
+		if c, ok := cursors[u]; ok {
+			parts = append(parts, fmt.Sprintf("%s %s", u, tick.FormatTime(c.In(loc))))
+		}
+	}
+	if len(parts) == 0 {
+		return "no cursor yet"
+	}
+	return "cursors at " + strings.Join(parts, ", ")
+}
+
+// checkHTTPAddr checks an --http address: host:port with a port that
+// exists (0 to 65535; 0 picks a free one). "ticker serve" has the same
+// flag and the same rule.
+func checkHTTPAddr(addr string) error {
+	if _, err := net.ResolveTCPAddr("tcp", addr); err != nil || !strings.Contains(addr, ":") {
+		return usagef("--http %q: want host:port with a port from 0 to 65535, e.g. 127.0.0.1:9090", addr)
+	}
+	return nil
+}
+
+// checkIgnored refuses a flag given on the command line that this run
+// would not use: a setting silently ignored is a mistake the operator
+// does not see.
+func (f *runFlags) checkIgnored() error {
+	if f.given("admin-token") {
+		if f.once || f.until != "" {
+			return usagef("--admin-token: allows the dashboard's actions, and the dashboard is served only while \"ticker run\" keeps running with --http, not with --once or --until")
+		}
+		if f.httpAddr == "" {
+			return usagef("--admin-token: allows the dashboard's actions, and the dashboard is served only with --http")
+		}
+	}
+	if f.until != "" && f.schedules && f.given("schedules") {
+		return usagef("--schedules: a backfill (--until) re-emits boundaries only; schedules are not fired by it (ticker schedule backfill runs their past slots)")
+	}
+	policies, _ := parseCatchUp(f.catchUp, mustUnits(f.units), tick.All{})
+	all := false
+	for _, p := range policies {
+		if _, ok := p.(tick.All); ok {
+			all = true
+		}
+	}
+	if !all {
+		for _, name := range []string{"catch-up-window", "catch-up-max"} {
+			if f.given(name) {
+				return usagef("--%s: bounds the catch-up policy all, which --catch-up %q gives no unit", name, f.catchUp)
+			}
+		}
+	}
+	return nil
+}
+
+// mustUnits is parseUnits of a list already checked.
+func mustUnits(list string) []tick.Unit {
+	units, _ := parseUnits(list)
+	return units
 }
 
 // The years sqldb.EncodeTime stores exactly.
@@ -200,9 +309,12 @@ func once(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStor
 	if err == nil && fire != nil {
 		err = fire.process(ctx, clock.Now())
 	}
+	if ctx.Err() != nil && err != nil {
+		return interrupted(ctx, env, ticker, store, out, "once: stopped by a signal before its pass was done")
+	}
 	var dr drained
 	if err == nil {
-		dr = out.drain(ctx, drainTimeout)
+		dr = out.drain(ctx, env.drainTimeout())
 		err = dr.err()
 	}
 	released := releaseLease(ctx, ticker)
@@ -232,7 +344,12 @@ func once(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStor
 // waiting --lease-ttl for it to lapse. It runs even when ctx was cancelled
 // (a signal), within a bound of its own.
 func releaseLease(ctx context.Context, ticker *tick.Ticker) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	return releaseLeaseWithin(ctx, ticker, 5*time.Second)
+}
+
+// releaseLeaseWithin is releaseLease within d.
+func releaseLeaseWithin(ctx context.Context, ticker *tick.Ticker, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
 	defer cancel()
 	if err := ticker.Stop(ctx); err != nil {
 		return fmt.Errorf("release the lease: %w", err)
@@ -249,10 +366,15 @@ func losslessTimes(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// serve runs the ticker and the relays until ctx ends, then stops the
-// ticker gracefully, then the relays, and then, if this process held the
-// lease, delivers what is left (bounded by drainTimeout).
-func serve(ctx context.Context, env Env, ticker *tick.Ticker, db *sqldb.DB, out *delivery, m *metrics, addr string, clock clockwork.Clock, dash http.Handler) error {
+// serve runs the ticker and the relays until ctx ends, then stops within
+// the stop bound (stopTimeout): the ticker finishes its pass in flight,
+// the relays the requests in flight (a webhook's answer, or its 10 s
+// timeout), and then, if this process held the lease, it delivers what
+// is left. What the bound cuts short stays in the outbox for the next
+// holder; the lease is released either way, and a line on stderr says
+// where the cursors are and how many records were left. A stop cut short
+// by its bound is not a failure: nothing is lost.
+func serve(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStore, db *sqldb.DB, out *delivery, m *metrics, addr string, clock clockwork.Clock, dash http.Handler, started string, loc *time.Location) error {
 	var srv *http.Server
 	if addr != "" {
 		ln, err := net.Listen("tcp", addr)
@@ -278,19 +400,26 @@ func serve(ctx context.Context, env Env, ticker *tick.Ticker, db *sqldb.DB, out 
 		defer close(relaysDone)
 		out.run(relayCtx, stopping, ticker.HoldsLease)
 	}()
+	fmt.Fprintln(env.Stderr, started)
 	if env.Started != nil {
 		env.Started(ticker)
 	}
 	<-ctx.Done()
 	held := ticker.HoldsLease()
+	bound := env.stopTimeout()
+	fmt.Fprintf(env.Stderr, "stopping: finishing the pass and the deliveries in flight, then delivering what is recorded (at most %s)\n", bound)
 
 	// The run's context is over; stopping gets a fresh one so the emission
 	// in flight can finish and save its cursor.
-	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	stopCtx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	var errs []error
+	var notes []string
 	if err := ticker.Stop(stopCtx); err != nil {
-		errs = append(errs, fmt.Errorf("stop ticker: %w", err))
+		if stopCtx.Err() == nil {
+			errs = append(errs, fmt.Errorf("stop ticker: %w", err))
+		}
+		notes = append(notes, fmt.Sprintf("the pass in flight was abandoned at the %s bound", bound))
 	}
 	// The relays finish the pass in flight (its requests get their
 	// answers, so nothing taken is offered again), within the stop's
@@ -302,18 +431,40 @@ func serve(ctx context.Context, env Env, ticker *tick.Ticker, db *sqldb.DB, out 
 		stopRelays()
 		<-relaysDone
 	}
+	var dr drained
 	if held {
 		// The last records of this holder, delivered before exiting; a
 		// new holder may deliver some of them again (at least once).
-		dr := out.drain(stopCtx, drainTimeout)
+		dr = out.drain(stopCtx, env.drainTimeout())
 		errs = append(errs, dr.err())
-		if dr.left > 0 {
-			fmt.Fprintf(env.Stderr, "stopping: %s\n", dr.summary())
-		}
 	}
 	if srv != nil {
-		errs = append(errs, srv.Shutdown(stopCtx))
+		shutCtx, cancelShut := context.WithTimeout(context.Background(), time.Second)
+		if stopCtx.Err() == nil {
+			shutCtx, cancelShut = stopCtx, func() {}
+		}
+		errs = append(errs, srv.Shutdown(shutCtx))
+		cancelShut()
 	}
+	// Stop released the lease, unless it was cut short: release it now,
+	// briefly (a standby takes over without waiting --lease-ttl).
+	lease := "lease released"
+	if !held {
+		lease = "lease not held"
+	}
+	if err := releaseLeaseWithin(ctx, ticker, time.Second); err != nil {
+		lease = fmt.Sprintf("%v: it lapses after --lease-ttl", err)
+	}
+	line := "stopped; " + cursorsLine(ctx, store, loc) + "; " + lease
+	if held {
+		line += "; " + dr.summary()
+	} else if left := out.leftover(ctx); left != "" {
+		line += "; " + left
+	}
+	for _, n := range notes {
+		line += "; " + n
+	}
+	fmt.Fprintln(env.Stderr, line)
 	return errors.Join(errs...)
 }
 
@@ -356,8 +507,8 @@ func (f *runFlags) tickerOptions(clock clockwork.Clock) ([]tick.Option, error) {
 	if f.max < 1 || f.max > maxCatchUpMax {
 		return nil, usagef("--catch-up-max %d: must be between 1 and %d", f.max, maxCatchUpMax)
 	}
-	if f.attempts < 1 || f.attempts > maxWebhookAttempts {
-		return nil, usagef("--webhook-attempts %d: must be between 1 and %d", f.attempts, maxWebhookAttempts)
+	if err := f.checkSinkFlags(); err != nil {
+		return nil, err
 	}
 	opts := []tick.Option{tick.WithClock(clock), tick.WithLocation(loc), tick.WithUnits(units...)}
 	policies, err := parseCatchUp(f.catchUp, units, tick.All{Window: f.window, Max: f.max})
@@ -423,6 +574,7 @@ func parseCatchUp(spec string, units []tick.Unit, all tick.All) (map[tick.Unit]t
 // sinkFlags declares where events go: stdout, or webhooks. "run" and
 // "schedule trigger" share them.
 func (f *runFlags) sinkFlags(fs *flagSet) {
+	f.fs = fs
 	fs.Var(&f.webhooks, "webhook", "POST each event as JSON to this http(s) URL (repeatable); replaces stdout unless --stdout")
 	fs.StringVar(&f.secretEnv, "webhook-secret-env", "PASSAGE_WEBHOOK_SECRET", "environment variable holding the HMAC-SHA256 secret signing webhook bodies")
 	fs.IntVar(&f.attempts, "webhook-attempts", 360, fmt.Sprintf("deliveries of one record a sink may refuse before the record is parked (listed, never dropped; its stream goes on); each delivery is one request; about an hour of refusals at the default backoff (1 to %d)", maxWebhookAttempts))
@@ -431,13 +583,26 @@ func (f *runFlags) sinkFlags(fs *flagSet) {
 }
 
 // checkSinkFlags checks the webhook flags' bounds (for "schedule
-// trigger"; "run" checks them with the rest in tickerOptions).
+// trigger"; "run" checks them with the rest in tickerOptions), and
+// refuses the flags that only shape webhooks when there is none.
 func (f *runFlags) checkSinkFlags() error {
 	if b := bounds["webhook-backoff"]; f.backoff < b.min || f.backoff > b.max {
 		return usagef("--webhook-backoff %s: must be between %s and %s (%s)", f.backoff, b.min, b.max, b.why)
 	}
 	if f.attempts < 1 || f.attempts > maxWebhookAttempts {
 		return usagef("--webhook-attempts %d: must be between 1 and %d", f.attempts, maxWebhookAttempts)
+	}
+	if len(f.webhooks) > 0 {
+		return nil
+	}
+	for _, name := range []string{"webhook-attempts", "webhook-backoff", "webhook-secret-env", "stdout"} {
+		if !f.given(name) {
+			continue
+		}
+		if name == "stdout" {
+			return usagef("--stdout: keeps stdout beside --webhook; without a --webhook, events go to stdout anyway")
+		}
+		return usagef("--%s: shapes the delivery to webhooks, and no --webhook is given", name)
 	}
 	return nil
 }
