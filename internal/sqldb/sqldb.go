@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"github.com/jmoiron/sqlx"
 	"github.com/mattn/go-sqlite3"
@@ -50,8 +49,12 @@ func DialectOf(q interface{ DriverName() string }) Dialect {
 
 // Open opens the database named by dsn and checks that it answers.
 //
-// A DSN beginning with postgres:// or postgresql:// opens PostgreSQL; anything
-// else is a SQLite file path or "file:" URI. SQLite connections get WAL,
+// A postgres:// or postgresql:// URL or a libpq key=value DSN
+// ([IsPostgresDSN]) opens PostgreSQL, parsed by pgx; anything else is a
+// SQLite file path or "file:" URI, except a URL of another scheme
+// ("postgres:x", "mysql://…") or a name with a control character, which
+// are refused with [ErrBadDSN] rather than created as files. Errors show
+// the DSN only through [Redact]. SQLite connections get WAL,
 // a 10 s busy timeout, foreign keys, immediate transactions and a page
 // cache of up to 64 MiB unless the DSN sets them itself (_cache_size).
 // The cache is allocated as pages are read, so a small database costs
@@ -68,14 +71,17 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		err     error
 	)
 	if IsPostgresDSN(dsn) {
-		if _, perr := pgx.ParseConfig(dsn); perr != nil {
-			return nil, fmt.Errorf("%w: %q: %v", ErrBadDSN, redact(dsn), perr)
+		if _, err := ParsePostgres(dsn); err != nil {
+			return nil, err
 		}
 		dialect = Postgres
 		db, err = sqlx.Open("pgx", dsn)
 	} else {
 		if strings.Contains(dsn, "://") {
-			return nil, fmt.Errorf("%w: %q: unsupported scheme (use a SQLite file path or postgres://)", ErrBadDSN, redact(dsn))
+			return nil, fmt.Errorf("%w: %q: unsupported scheme (use a SQLite file path, a postgres:// URL or a key=value DSN)", ErrBadDSN, Redact(dsn))
+		}
+		if err := CheckSQLitePath(dsn); err != nil {
+			return nil, err
 		}
 		dialect = SQLite
 		var sqliteDSN string
@@ -94,20 +100,15 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqldb: open %s %q: %w", dialect, redact(dsn), err)
+		return nil, fmt.Errorf("sqldb: open %s %q: %w", dialect, Redact(dsn), err)
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("sqldb: connect to %s %q: %w", dialect, redact(dsn), err)
+		return nil, fmt.Errorf("sqldb: connect to %s %q: %w", dialect, Redact(dsn), err)
 	}
 	return &DB{DB: db, Dialect: dialect}, nil
-}
-
-// IsPostgresDSN reports whether dsn names a PostgreSQL database.
-func IsPostgresDSN(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
 func isMemory(dsn string) bool {
@@ -128,7 +129,7 @@ func sqliteOptions(dsn string) (string, error) {
 	path, query, _ := strings.Cut(dsn, "?")
 	values, err := url.ParseQuery(query)
 	if err != nil {
-		return "", fmt.Errorf("%w: %q: %v", ErrBadDSN, dsn, err)
+		return "", fmt.Errorf("%w: %q: %v", ErrBadDSN, Redact(dsn), err)
 	}
 	defaults := map[string]string{
 		"_busy_timeout": "10000",
@@ -154,16 +155,4 @@ func sqliteOptions(dsn string) (string, error) {
 		}
 	}
 	return path + "?" + values.Encode(), nil
-}
-
-// redact hides a password in a URL-shaped DSN so errors can be logged.
-func redact(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return dsn
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
 }

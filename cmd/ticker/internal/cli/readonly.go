@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
@@ -55,28 +57,25 @@ func openLiveReadOnly(ctx context.Context, dsn string) (*sqldb.DB, error) {
 func openRead(ctx context.Context, dsn string, live bool) (*sqldb.DB, error) {
 	dsn = strings.TrimSpace(dsn)
 	var (
-		driver  = "sqlite3"
-		dialect = sqldb.SQLite
-		open    string
+		driver   = "sqlite3"
+		dialect  = sqldb.SQLite
+		open     string
+		pgConfig *pgx.ConnConfig
 	)
 	switch {
 	case dsn == "":
 		return nil, usagef("--db %q: empty", dsn)
 	case sqldb.IsPostgresDSN(dsn):
-		u, err := url.Parse(dsn)
+		cfg, err := sqldb.ParsePostgres(dsn)
 		if err != nil {
-			var uerr *url.Error
-			if errors.As(err, &uerr) {
-				err = uerr.Err // without the URL, which may hold a password
-			}
-			return nil, usagef("--db: not a PostgreSQL URL: %v", err)
+			return nil, usagef("--db: %s", strings.TrimPrefix(err.Error(), sqldb.ErrBadDSN.Error()+": "))
 		}
-		q := u.Query()
-		q.Set("default_transaction_read_only", "on")
-		u.RawQuery = q.Encode()
-		driver, dialect, open = "pgx", sqldb.Postgres, u.String()
+		cfg.RuntimeParams["default_transaction_read_only"] = "on"
+		driver, dialect, pgConfig = "pgx", sqldb.Postgres, cfg
 	case strings.Contains(dsn, "://"):
-		return nil, usagef("--db %q: unsupported scheme (use a SQLite file path or postgres://)", redact(dsn))
+		return nil, usagef("--db %q: unsupported scheme (use a SQLite file path, a postgres:// URL or a key=value DSN)", redact(dsn))
+	case sqldb.CheckSQLitePath(dsn) != nil:
+		return nil, usagef("--db: %v", sqldb.CheckSQLitePath(dsn))
 	case dsn == ":memory:" || strings.Contains(dsn, "mode=memory"):
 		return nil, usagef("--db %q: an in-memory database holds no ticker state", dsn)
 	default:
@@ -88,7 +87,7 @@ func openRead(ctx context.Context, dsn string, live bool) (*sqldb.DB, error) {
 		}
 		values, err := url.ParseQuery(query)
 		if err != nil {
-			return nil, usagef("--db %q: %v", dsn, err)
+			return nil, usagef("--db %q: %v", redact(dsn), err)
 		}
 		values.Set("mode", "ro")
 		values.Set("_busy_timeout", fmt.Sprint(readOnlyBusyTimeout.Milliseconds()))
@@ -109,9 +108,14 @@ func openRead(ctx context.Context, dsn string, live bool) (*sqldb.DB, error) {
 		}
 		open = "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + values.Encode()
 	}
-	db, err := sqlx.Open(driver, open)
-	if err != nil {
-		return nil, fmt.Errorf("--db: %w", err)
+	var db *sqlx.DB
+	if pgConfig != nil {
+		db = sqlx.NewDb(stdlib.OpenDB(*pgConfig), driver)
+	} else {
+		var err error
+		if db, err = sqlx.Open(driver, open); err != nil {
+			return nil, fmt.Errorf("--db: %w", err)
+		}
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -197,14 +201,8 @@ func hasState(tables map[string]bool) bool {
 	return false
 }
 
-// redact hides the password of a URL-shaped DSN, for error messages.
-func redact(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return dsn
-	}
-	return u.Redacted()
-}
+// redact is dsn without a password, for error messages (sqldb.Redact).
+func redact(dsn string) string { return sqldb.Redact(dsn) }
 
 // snapshot is a database opened read-only (openReadOnly) and one
 // read-only transaction over it — a consistent view, deferred on SQLite (a
