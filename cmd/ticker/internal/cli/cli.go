@@ -128,12 +128,21 @@ func commands() []command {
 		{"run", "publish the passage of time (JSON lines on stdout, or webhooks)", runCommand, graceRun},
 		{"status", "show each unit's cursor and lease, and every to-do list's backlog", statusCommand, graceOther},
 		{"preview", "list the next boundaries of a unit in a time zone", previewCommand, graceOther},
-		{"schedule", "schedules that send commands: preview, add, list, pause, resume, trigger, backfill, delete", scheduleCommand, graceOther},
-		{"workflow", "durable workflow instances: list, show (a timeline), signal, cancel", workflowCommand, graceOther},
+		{"schedule", "schedules that send commands: " + names(scheduleCommands()), scheduleCommand, graceOther},
+		{"workflow", "durable workflow instances: " + names(workflowCommands()), workflowCommand, graceOther},
 		{"serve", "serve the dashboard alone (no ticker): read-only unless given an admin token", serveCommand, graceRun},
 		{"demo", "run the ordering example end to end on an accelerated clock", demoCommand, graceOther},
 		{"version", "print the version", versionCommand, graceOther},
 	}
+}
+
+// names lists subcommands' names, for their command's summary.
+func names(cs []command) string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.name
+	}
+	return strings.Join(out, ", ")
 }
 
 // Main runs the ticker command with args (without the program name) and
@@ -147,6 +156,17 @@ func commands() []command {
 // exit). A signal must always end the program, even when a computation
 // never yields.
 func Main(ctx context.Context, args []string, env Env) int {
+	// As people type them: "ticker --version", "ticker help run".
+	if len(args) > 0 {
+		switch args[0] {
+		case "--version", "-version", "-v":
+			args = append([]string{"version"}, args[1:]...)
+		case "help", "-h", "-help", "--help":
+			if len(args) > 1 {
+				args = append([]string{args[1], "-h"}, args[2:]...)
+			}
+		}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		printUsage(env.Stdout)
 		if len(args) == 0 {
@@ -214,10 +234,10 @@ func runWithGrace(ctx context.Context, grace time.Duration, f func() error) (err
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "ticker publishes the passage of time as domain events.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Usage: ticker <command> [flags]   (ticker <command> -h for its flags)")
+	fmt.Fprintln(w, "Usage: ticker <command> [flags]   (ticker help <command>, or ticker <command> -h, for its flags)")
 	fmt.Fprintln(w)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 }
 
