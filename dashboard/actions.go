@@ -2,12 +2,16 @@ package dashboard
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -39,6 +43,7 @@ type actionFunc func(r *http.Request) (done string, back string, code int, err e
 // it, then log what was asked and how it ended.
 func (d *Dashboard) action(f actionFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.limitBody(w, r)
 		if d.token == "" {
 			d.refused(r, "read-only")
 			d.fail(w, r, http.StatusForbidden, ErrReadOnly)
@@ -65,7 +70,7 @@ func (d *Dashboard) action(f actionFunc) http.Handler {
 			writeJSON(w, http.StatusOK, map[string]string{"done": done})
 			return
 		}
-		http.Redirect(w, r, d.base+back+"?done="+url.QueryEscape(done), http.StatusSeeOther)
+		http.Redirect(w, r, d.base+back+"?"+d.doneQuery(done), http.StatusSeeOther)
 	})
 }
 
@@ -75,6 +80,7 @@ func (d *Dashboard) action(f actionFunc) http.Handler {
 // other site's request carries it) and Secure over TLS or with
 // WithSecureCookie.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
+	d.limitBody(w, r)
 	if d.token == "" {
 		d.refused(r, "read-only")
 		d.fail(w, r, http.StatusForbidden, ErrReadOnly)
@@ -115,6 +121,45 @@ func (d *Dashboard) limited(w http.ResponseWriter, r *http.Request) {
 	d.refused(r, "too many attempts")
 	w.Header().Set("Retry-After", fmt.Sprint(int(attemptEvery.Seconds())))
 	d.fail(w, r, http.StatusTooManyRequests, ErrTooManyAttempts)
+}
+
+// bodyTimeout bounds how long reading a request's form may take, and
+// maxBody its size: a client that sends its body slowly, or a large one,
+// cannot hold a connection and its goroutine.
+const (
+	bodyTimeout = 10 * time.Second
+	maxBody     = 1 << 20
+)
+
+// limitBody sets r's read deadline and size limit before its form is read
+// (whatever server runs the dashboard; one that cannot set deadlines
+// keeps its own).
+func (d *Dashboard) limitBody(w http.ResponseWriter, r *http.Request) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout))
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+}
+
+// doneQuery is the query that shows done on the page an action returns
+// to, with a MAC under a key of this process: the page shows the messages
+// the server wrote, not a text a link made up.
+func (d *Dashboard) doneQuery(done string) string {
+	return url.Values{"done": {done}, "sig": {d.doneMAC(done)}}.Encode()
+}
+
+func (d *Dashboard) doneMAC(done string) string {
+	m := hmac.New(sha256.New, d.doneKey)
+	m.Write([]byte(done))
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+// doneOf is the done message of r, if the server wrote it.
+func (d *Dashboard) doneOf(r *http.Request) string {
+	q := r.URL.Query()
+	done := q.Get("done")
+	if done == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(d.doneMAC(done))) {
+		return ""
+	}
+	return done
 }
 
 // localPath keeps a redirect on this site: anything but a plain path
@@ -177,7 +222,7 @@ func (d *Dashboard) scheduleAction(r *http.Request) (string, string, int, error)
 	case "trigger":
 		var run schedule.Run
 		if run, err = s.Trigger(r.Context(), name); err == nil {
-			return fmt.Sprintf("triggered %s: run %s", name, run.RunID), back, 0, nil
+			return fmt.Sprintf("triggered %s: run %s%s", name, run.RunID, d.triggerNote), back, 0, nil
 		}
 	default:
 		return "", back, http.StatusNotFound, fmt.Errorf("no schedule action %q: want pause, resume or trigger", verb)
@@ -188,7 +233,7 @@ func (d *Dashboard) scheduleAction(r *http.Request) (string, string, int, error)
 	if err != nil {
 		return "", back, http.StatusInternalServerError, err
 	}
-	return fmt.Sprintf("%sd %s", strings.TrimSuffix(verb, "e"), name), back, 0, nil
+	return map[string]string{"pause": "paused ", "resume": "resumed "}[verb] + name, back, 0, nil
 }
 
 func (d *Dashboard) engineFor(ctx context.Context) (*orchestration.Engine, error) {

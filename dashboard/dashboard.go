@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
 	"errors"
 	"fmt"
@@ -51,6 +52,8 @@ type Dashboard struct {
 	secureCookie bool
 	sessions     sessions
 	guards       guards
+	doneKey      []byte
+	triggerNote  string
 
 	mu      sync.Mutex
 	stop    context.CancelFunc
@@ -126,6 +129,16 @@ func WithScheduler(s *schedule.Scheduler) Option {
 func WithEngine(e *orchestration.Engine) Option {
 	return func(d *Dashboard) error {
 		d.engine = e
+		return nil
+	}
+}
+
+// WithTriggerNote adds note to the message a trigger from the page shows
+// after the run's id: where the run goes, e.g. ", recorded in the outbox:
+// \"ticker run\" delivers it".
+func WithTriggerNote(note string) Option {
+	return func(d *Dashboard) error {
+		d.triggerNote = note
 		return nil
 	}
 }
@@ -212,6 +225,8 @@ func New(db *sqlx.DB, opts ...Option) (*Dashboard, error) {
 			return nil, err
 		}
 	}
+	d.doneKey = make([]byte, 32)
+	_, _ = rand.Read(d.doneKey) // never fails (crypto/rand)
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -246,8 +261,8 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.handle
 
 // Start samples the lag every sampling period (see [WithLagSampling])
 // until ctx ends or Stop is called; it returns at once. Without Start the
-// lag chart holds the samples page views took. Starting twice is
-// harmless.
+// lag chart stays empty: page views do not sample, so a burst of them
+// cannot push the history out. Starting twice is harmless.
 func (d *Dashboard) Start(ctx context.Context) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

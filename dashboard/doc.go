@@ -58,7 +58,10 @@
 //
 // Errors are {"error": "..."}: 400 for bad input (a cursor that does not
 // parse, a limit out of range, an unknown state), 404 for a list, schedule
-// or instance that does not exist.
+// or instance that does not exist. A page's error keeps the page's
+// navigation and says what is wrong; after a server error (the database
+// down) it reloads itself every refresh period, so it comes back with
+// the database. Any other path is 404.
 //
 // # Actions
 //

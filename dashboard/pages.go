@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -55,6 +56,11 @@ func (d *Dashboard) routes() http.Handler {
 	// forger could ride on.
 	protected := http.NewCrossOriginProtection().Handler(actions)
 	mux.Handle("POST /", protected)
+	// Anything else is not found: without this, "POST /" answered every
+	// other GET with 405 and Allow: POST.
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.fail(w, r, http.StatusNotFound, fmt.Errorf("no page %s", r.URL.Path))
+	}))
 	return securityHeaders(mux)
 }
 
@@ -87,15 +93,27 @@ type view struct {
 }
 
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
-	v := view{Title: title, Nav: name, Now: tick.FormatTime(d.clock.Now().In(d.loc)), Refresh: int(d.refresh.Seconds()),
-		Writable: d.token != "", Admin: d.admin(r), Done: r.URL.Query().Get("done"), Path: r.URL.RequestURI(), Base: d.base, Data: data}
+	d.write(w, http.StatusOK, name, d.viewOf(r, name, title, data))
+}
+
+func (d *Dashboard) viewOf(r *http.Request, name, title string, data any) view {
+	return view{Title: title, Nav: name, Now: tick.FormatTime(d.clock.Now().In(d.loc)), Refresh: int(d.refresh.Seconds()),
+		Writable: d.token != "", Admin: d.admin(r), Done: d.doneOf(r), Path: r.URL.RequestURI(), Base: d.base, Data: data}
+}
+
+func (d *Dashboard) write(w http.ResponseWriter, code int, name string, v view) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
 	if err := d.pages[name].ExecuteTemplate(w, "layout", v); err != nil {
 		d.logger.Error("dashboard: render", "page", name, "error", err)
 	}
 }
 
-// fail answers an error: a page for browsers, JSON under /api/.
+// fail answers an error: JSON under /api/ and to bearer tokens, text to
+// other programs; for browsers (Accept: text/html),
+// the page shell with its navigation and the error, which reloads itself
+// after a server error (the database down, say), so the page comes back
+// when the cause goes.
 func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
 	if code >= 500 {
 		d.logger.Error("dashboard", "path", r.URL.Path, "error", err)
@@ -104,7 +122,22 @@ func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, code int, err e
 		writeJSON(w, code, map[string]string{"error": err.Error()})
 		return
 	}
-	http.Error(w, err.Error(), code)
+	if !strings.Contains(r.Header.Get("Accept"), "text/html") {
+		http.Error(w, err.Error(), code) // a program: the text alone
+		return
+	}
+	v := d.viewOf(r, "error", http.StatusText(code), errorData{Code: code, Message: err.Error(), Retry: code >= 500})
+	if code < 500 {
+		v.Refresh = 0
+	}
+	d.write(w, code, "error", v)
+}
+
+// errorData is the error page's.
+type errorData struct {
+	Code    int
+	Message string
+	Retry   bool
 }
 
 func isAPI(r *http.Request) bool {
@@ -141,7 +174,6 @@ func (d *Dashboard) tickersPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	d.lag.add(lagOf(st))
 	data := tickersData{Status: st, Chart: lagChart(d.lag.all(), d.loc)}
 	var counts map[tick.Unit]TickerCounts
 	if d.counts != nil {

@@ -162,6 +162,10 @@ func serveCommand(ctx context.Context, env Env, args []string) error {
 	if *secure {
 		extra = append(extra, dashboard.WithSecureCookie(true))
 	}
+	if token != "" {
+		// No relay runs here: say where a triggered run went.
+		extra = append(extra, dashboard.WithTriggerNote(`, recorded in the outbox: "ticker run" on this database delivers it`))
+	}
 	dash, err := openDashboard(ctx, env, db, env.clock(), loc, token, logger, out, nil, extra...)
 	if err != nil {
 		return err

@@ -1,0 +1,129 @@
+package dashboard_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/dashboard"
+)
+
+// Issue 27 point 7: with the database down a page was a bare text 500, no
+// navigation, no refresh, so the browser stayed on the error after the
+// database came back. The error keeps the page shell, says what is wrong,
+// and the page reloads itself until it is right again.
+func TestBrowserAPageComesBackWhenTheDatabaseDoes(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t, dashboard.WithRefresh(time.Second))
+	bg := context.Background()
+
+	// A column of the ticker's table renamed stands for a database that
+	// fails every read of the page.
+	_, err := f.db.ExecContext(bg, `ALTER TABLE tick_cursors RENAME COLUMN boundary TO boundary_away`)
+	require.NoError(t, err)
+	code, _ := getPage(t, srv.URL+"/")
+	require.Equal(t, http.StatusInternalServerError, code)
+	msg := text(t, ctx, srv.URL+"/", "#error")
+	require.Contains(t, msg, "boundary")
+	nav, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("nav")))
+	require.NoError(t, err)
+	require.Contains(t, nav, "Schedules", "the error keeps the navigation")
+	retry, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#retry")))
+	require.NoError(t, err)
+	require.Contains(t, retry, "tries again every 1s")
+	shoot(t, ctx, "database-down")
+
+	_, err = f.db.ExecContext(bg, `ALTER TABLE tick_cursors RENAME COLUMN boundary_away TO boundary`)
+	require.NoError(t, err)
+	// No navigation by the test: the page reloads itself onto the data.
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#units"))))
+	units, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#units")))
+	require.NoError(t, err)
+	require.Contains(t, units, "2026-11-20T09:27:00Z")
+}
+
+// Unknown paths, /favicon.ico among them, are 404, not 405 with
+// Allow: POST.
+func TestUnknownPathsAreNotFound(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t)
+	for _, p := range []string{"/favicon.ico", "/nope", "/lists/x/y/z", "/api/nope"} {
+		res, err := http.Get(srv.URL + p)
+		require.NoError(t, err)
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		require.NoError(t, res.Body.Close())
+		require.Equal(t, http.StatusNotFound, res.StatusCode, "%s: %s", p, body)
+		require.Empty(t, res.Header.Get("Allow"), p)
+	}
+}
+
+// Pause and resume say "paused" and "resumed" (they said "pausd" and
+// "resumd"); a trigger says where its run went when told.
+func TestActionMessagesReadRight(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t, dashboard.WithAdminToken(testToken), dashboard.WithTriggerNote(", recorded in the outbox"))
+	bearer := http.Header{"Authorization": {"Bearer " + testToken}}
+	for verb, want := range map[string]string{"pause": `"paused poll"`, "resume": `"resumed poll"`, "trigger": `, recorded in the outbox"`} {
+		res, body := post(t, srv.URL+"/schedules/poll/"+verb, nil, bearer)
+		require.Equal(t, http.StatusOK, res.StatusCode, body)
+		require.Contains(t, body, want)
+	}
+}
+
+// ?done= showed any text as the green banner of a done action (content
+// spoofing); it now shows only the messages the server wrote.
+func TestOnlyTheServersDoneMessagesShow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t, dashboard.WithAdminToken(testToken))
+	_, page := getPage(t, srv.URL+"/schedules?done="+url.QueryEscape("Your token expired: send it to evil.example"))
+	require.NotContains(t, page, "Your token expired: send", "the made-up text is not shown")
+	require.NotContains(t, page, `id="done"`)
+
+	res, _ := post(t, srv.URL+"/login", url.Values{"token": {testToken}}, nil)
+	cookie := sessionOf(t, res)
+	res, _ = post(t, srv.URL+"/schedules/poll/pause", nil, withCookie(cookie))
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	_, page = getPage(t, srv.URL+res.Header.Get("Location"))
+	require.Contains(t, page, `<p class="done" id="done">paused poll</p>`)
+	// The same message with another text is not shown either.
+	forged := strings.Replace(res.Header.Get("Location"), "paused+poll", "paused+everything", 1)
+	_, page = getPage(t, srv.URL+forged)
+	require.NotContains(t, page, `id="done"`)
+}
+
+// The lag history is sampled on Start's timer alone: page views used to
+// add samples, and 30 s of views replaced two hours of history.
+func TestPageViewsDoNotSampleTheLag(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t, dashboard.WithLagSampling(time.Minute, 10))
+	for range 30 {
+		code, _ := getPage(t, srv.URL+"/")
+		require.Equal(t, http.StatusOK, code)
+	}
+	var lag []dashboard.LagSample
+	require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/lag", &lag))
+	require.Empty(t, lag, "no Start, no samples, however many views")
+}
+
+func getPage(t *testing.T, u string) (int, string) {
+	t.Helper()
+	res, err := http.Get(u)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res.StatusCode, string(body)
+}
