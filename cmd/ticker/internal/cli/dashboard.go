@@ -129,8 +129,8 @@ func serveCommand(ctx context.Context, env Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *addr == "" || !strings.Contains(*addr, ":") {
-		return usagef("--http %q: want host:port, e.g. 127.0.0.1:9090", *addr)
+	if err := checkHTTPAddr(*addr); err != nil {
+		return err
 	}
 	loc, err := loadLocation(*tz)
 	if err != nil {

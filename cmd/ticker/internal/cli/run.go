@@ -115,7 +115,7 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	defer db.Close()
 	store, err := tick.NewSQLStore(ctx, db.DB)
 	if err != nil {
-		return fmt.Errorf("prepare cursor store in %s: %w", f.db, err)
+		return fmt.Errorf("prepare cursor store in %s: %w", redact(f.db), err)
 	}
 	metrics := newMetrics()
 	holder := f.holder

@@ -238,6 +238,7 @@ func TestServeRefusesABadDSNOrFlagWithExit2(t *testing.T) {
 		{[]string{"serve", "--db", existing, "--nonsense"}, "-nonsense"},
 		{[]string{"serve", "--db", existing}, `--http "": want host:port`},
 		{[]string{"serve", "--db", existing, "--http", "9090"}, `--http "9090"`},
+		{[]string{"serve", "--db", existing, "--http", "127.0.0.1:99999"}, `--http "127.0.0.1:99999": want host:port with a port from 0 to 65535`},
 		{[]string{"serve", "--db", existing, "--http", "127.0.0.1:0", "--tz", "Mars/Olympus"}, `--tz "Mars/Olympus"`},
 		{[]string{"serve", "--db", existing, "--http", "127.0.0.1:0", "--admin-token", "short"}, "--admin-token"},
 	}
