@@ -23,11 +23,13 @@ type Querier interface {
 // the same type, read by the same function ([ReadStatus]). Its instants
 // are [Time]s, lossless.
 type Status struct {
-	Now      Time         `json:"now"`
-	Warnings []string     `json:"warnings"`
-	Units    []UnitStatus `json:"units"`
-	Lease    *LeaseStatus `json:"lease"`
-	Lists    []ListStatus `json:"todo_lists"`
+	Now Time `json:"now"`
+	// BehindCap is where a unit's Behind stops counting (BehindCap).
+	BehindCap int          `json:"behind_cap"`
+	Warnings  []string     `json:"warnings"`
+	Units     []UnitStatus `json:"units"`
+	Lease     *LeaseStatus `json:"lease"`
+	Lists     []ListStatus `json:"todo_lists"`
 }
 
 // UnitStatus is one ticker unit's cursor: the last boundary emitted.
@@ -36,8 +38,10 @@ type UnitStatus struct {
 	Cursor *Time     `json:"cursor"`
 	// Next is the boundary after the cursor: the next one to emit.
 	Next Time `json:"next_boundary"`
-	// Behind counts the boundaries in (cursor, now], capped at BehindCap.
-	Behind int `json:"behind"`
+	// Behind counts the boundaries in (cursor, now], capped at BehindCap;
+	// BehindCapped says it reached the cap (there may be more).
+	Behind       int  `json:"behind"`
+	BehindCapped bool `json:"behind_capped"`
 }
 
 // LeaseStatus is the lease that elects the one emitting ticker.
@@ -56,10 +60,10 @@ type ListStatus struct {
 	Parked    int    `json:"parked"`
 	OldestDue *Time  `json:"oldest_due"`
 	// Lag is how long the oldest due item has waited, rounded to the
-	// second; "-" when nothing is due.
-	Lag       string `json:"lag"`
-	Completed int64  `json:"completed_total"`
-	Failures  int64  `json:"failures_total"`
+	// second; nil (JSON null) when nothing is due.
+	Lag       *string `json:"lag"`
+	Completed int64   `json:"completed_total"`
+	Failures  int64   `json:"failures_total"`
 }
 
 // BehindCap bounds how far [ReadStatus] counts missed boundaries, so a
@@ -74,7 +78,7 @@ const BehindCap = 100000
 func ReadStatus(ctx context.Context, q Querier, now time.Time, loc *time.Location) (Status, error) {
 	now = now.In(loc)
 	// Empty lists, not null, so JSON consumers can iterate without checks.
-	report := Status{Now: Time{Time: now}, Warnings: []string{}, Units: []UnitStatus{}, Lists: []ListStatus{}}
+	report := Status{Now: Time{Time: now}, BehindCap: BehindCap, Warnings: []string{}, Units: []UnitStatus{}, Lists: []ListStatus{}}
 	cursors, err := tick.ReadCursors(ctx, q)
 	if err != nil {
 		return Status{}, err
@@ -91,7 +95,8 @@ func ReadStatus(ctx context.Context, q Querier, now time.Time, loc *time.Locatio
 			report.Warnings = append(report.Warnings, fmt.Sprintf(
 				"the %s cursor %s is not on a boundary of unit %s in %s: pass the --tz the ticker runs with", u, tick.FormatTime(c), u, loc))
 		}
-		report.Units = append(report.Units, UnitStatus{Unit: u, Cursor: TimeOf(c), Next: Time{Time: tick.Next(u, c, loc)}, Behind: behind(u, c, now, loc)})
+		n := behind(u, c, now, loc)
+		report.Units = append(report.Units, UnitStatus{Unit: u, Cursor: TimeOf(c), Next: Time{Time: tick.Next(u, c, loc)}, Behind: n, BehindCapped: n >= BehindCap})
 	}
 	lease, err := tick.ReadLease(ctx, q)
 	if err != nil {
@@ -110,12 +115,21 @@ func ReadStatus(ctx context.Context, q Querier, now time.Time, loc *time.Locatio
 	return report, nil
 }
 
+// LagText is Lag as a page or a table shows it: "-" when nothing is due.
+func (s ListStatus) LagText() string {
+	if s.Lag == nil {
+		return "-"
+	}
+	return *s.Lag
+}
+
 func listStatus(l todolist.ListStats, now time.Time, loc *time.Location) ListStatus {
-	s := ListStatus{Name: l.Name, Pending: l.Pending, Due: l.Due, Parked: l.Parked, Lag: "-", Completed: l.Completed, Failures: l.Failures}
+	s := ListStatus{Name: l.Name, Pending: l.Pending, Due: l.Due, Parked: l.Parked, Completed: l.Completed, Failures: l.Failures}
 	if !l.OldestDue.IsZero() {
 		oldest := l.OldestDue.In(loc)
 		s.OldestDue = TimeOf(oldest)
-		s.Lag = now.Sub(oldest).Round(time.Second).String()
+		lag := now.Sub(oldest).Round(time.Second).String()
+		s.Lag = &lag
 	}
 	return s
 }

@@ -512,3 +512,43 @@ func TestStatusShowsEveryToDoList(t *testing.T) {
 	human := run(t, clock, nil, "status", "--db", path)
 	require.Regexp(t, `pending-orders\s+2\s+1\s+0\s+2026-11-21T11:59:30Z\s+1m0s\s+1\s+0`, human.stdout)
 }
+
+// status --json says where "behind" stops counting, and gives a list with
+// nothing due a null lag rather than text.
+func TestStatusJSONShowsTheCapOfBehindAndNullForNoLag(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(start)
+	db := filepath.Join(t.TempDir(), "passage.db")
+	require.Equal(t, cli.ExitOK, run(t, clock, nil, "run", "--once", "--db", db, "--units", "minute").code)
+	r := run(t, clock, nil, "schedule", "add", "--db", db, "--name", "later", "--spec", "@every 1h", "--command", "c")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	clock.Advance(200_000 * time.Minute) // more minutes behind than the cap
+	st := run(t, clock, nil, "status", "--db", db, "--json")
+	require.Equal(t, cli.ExitOK, st.code, st.stderr)
+	var report struct {
+		BehindCap int `json:"behind_cap"`
+		Units     []struct {
+			Behind       int  `json:"behind"`
+			BehindCapped bool `json:"behind_capped"`
+		} `json:"units"`
+		Lists []struct {
+			Name string  `json:"name"`
+			Due  int     `json:"due_now"`
+			Lag  *string `json:"lag"`
+		} `json:"todo_lists"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(st.stdout), &report), st.stdout)
+	require.Equal(t, 100_000, report.BehindCap)
+	require.Equal(t, 100_000, report.Units[0].Behind)
+	require.True(t, report.Units[0].BehindCapped)
+	require.Len(t, report.Lists, 1)
+	require.Equal(t, 1, report.Lists[0].Due, "the hourly slot is due by now")
+	require.NotNil(t, report.Lists[0].Lag)
+
+	fresh := filepath.Join(t.TempDir(), "fresh.db")
+	require.Equal(t, cli.ExitOK, run(t, clock, nil, "schedule", "add", "--db", fresh, "--name", "later", "--spec", "@every 1h", "--command", "c").code)
+	require.Equal(t, cli.ExitOK, run(t, clock, nil, "run", "--once", "--db", fresh, "--units", "minute").code)
+	st = run(t, clock, nil, "status", "--db", fresh, "--json")
+	require.Contains(t, st.stdout, `"lag": null`, "nothing due: null, not text")
+	require.Contains(t, st.stdout, `"behind_capped": false`)
+}

@@ -87,7 +87,7 @@ func printStatus(env Env, r dashboard.Status) error {
 			if l.OldestDue != nil {
 				oldest = tick.FormatTime(l.OldestDue.Time)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\n", l.Name, l.Pending, l.Due, l.Parked, oldest, l.Lag, l.Completed, l.Failures)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\n", l.Name, l.Pending, l.Due, l.Parked, oldest, l.LagText(), l.Completed, l.Failures)
 		}
 	}
 	return tw.Flush()
