@@ -43,7 +43,9 @@ type actionFunc func(r *http.Request) (done string, back string, code int, err e
 // it, then log what was asked and how it ended.
 func (d *Dashboard) action(f actionFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d.limitBody(w, r)
+		if !d.readBody(w, r) {
+			return
+		}
 		if d.token == "" {
 			d.refused(r, "read-only")
 			d.fail(w, r, http.StatusForbidden, ErrReadOnly)
@@ -80,7 +82,9 @@ func (d *Dashboard) action(f actionFunc) http.Handler {
 // other site's request carries it) and Secure over TLS or with
 // WithSecureCookie.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
-	d.limitBody(w, r)
+	if !d.readBody(w, r) {
+		return
+	}
 	if d.token == "" {
 		d.refused(r, "read-only")
 		d.fail(w, r, http.StatusForbidden, ErrReadOnly)
@@ -123,20 +127,36 @@ func (d *Dashboard) limited(w http.ResponseWriter, r *http.Request) {
 	d.fail(w, r, http.StatusTooManyRequests, ErrTooManyAttempts)
 }
 
-// bodyTimeout bounds how long reading a request's form may take, and
-// maxBody its size: a client that sends its body slowly, or a large one,
-// cannot hold a connection and its goroutine.
+// defaultBodyTimeout bounds how long reading a request's form may take,
+// and maxBody its size: a client that sends its body slowly, or a large
+// one, cannot hold a connection and its goroutine.
 const (
-	bodyTimeout = 10 * time.Second
-	maxBody     = 1 << 20
+	defaultBodyTimeout = 10 * time.Second
+	maxBody            = 1 << 20
 )
 
-// limitBody sets r's read deadline and size limit before its form is read
+// readBody sets r's read deadline and size limit and reads its form
 // (whatever server runs the dashboard; one that cannot set deadlines
-// keeps its own).
-func (d *Dashboard) limitBody(w http.ResponseWriter, r *http.Request) {
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout))
+// keeps its own). A body over the limit is answered 413, one not sent
+// in time 408, one that does not parse 400; readBody then says false.
+func (d *Dashboard) readBody(w http.ResponseWriter, r *http.Request) bool {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d.bodyTimeout))
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	err := r.ParseForm()
+	if err == nil {
+		return true
+	}
+	var tooLarge *http.MaxBytesError
+	var timeout interface{ Timeout() bool }
+	switch {
+	case errors.As(err, &tooLarge):
+		d.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Errorf("the request's body is over the limit of %d bytes (1 MiB)", maxBody))
+	case errors.As(err, &timeout) && timeout.Timeout():
+		d.fail(w, r, http.StatusRequestTimeout, fmt.Errorf("the request's body was not sent within %s", d.bodyTimeout))
+	default:
+		d.fail(w, r, http.StatusBadRequest, fmt.Errorf("the request's body does not read as a form: %w", err))
+	}
+	return false
 }
 
 // doneQuery is the query that shows done on the page an action returns

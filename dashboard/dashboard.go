@@ -54,6 +54,7 @@ type Dashboard struct {
 	guards       guards
 	doneKey      []byte
 	triggerNote  string
+	bodyTimeout  time.Duration
 
 	mu      sync.Mutex
 	stop    context.CancelFunc
@@ -216,7 +217,8 @@ func New(db *sqlx.DB, opts ...Option) (*Dashboard, error) {
 		return nil, fmt.Errorf("%w: db must not be nil", ErrInvalidOption)
 	}
 	d := &Dashboard{db: db, clock: clockwork.NewRealClock(), loc: time.UTC, logger: slog.Default(),
-		refresh: 10 * time.Second, every: 30 * time.Second, lag: newLagHistory(240), sessionTTL: 12 * time.Hour}
+		refresh: 10 * time.Second, every: 30 * time.Second, lag: newLagHistory(240), sessionTTL: 12 * time.Hour,
+		bodyTimeout: defaultBodyTimeout}
 	for _, opt := range opts {
 		if opt == nil {
 			continue

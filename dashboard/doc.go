@@ -83,7 +83,10 @@
 //
 // Every POST goes through net/http's CrossOriginProtection, which refuses
 // requests a browser marks cross-site (Sec-Fetch-Site) or whose Origin is
-// another host, token or not. Every action done is logged with slog.
+// another host, token or not. An action's or a login's body is read
+// before anything else, within 10 s and up to 1 MiB: a body over the
+// limit is answered 413, one not sent in time 408. Every action done is
+// logged with slog.
 //
 // # Security
 //
