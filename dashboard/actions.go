@@ -64,6 +64,11 @@ func (d *Dashboard) action(f actionFunc) http.Handler {
 		done, back, code, err := f(r)
 		if err != nil {
 			d.logger.Warn("dashboard: action failed", "path", r.URL.Path, "remote", r.RemoteAddr, "error", err)
+			var fe *formError
+			if errors.As(err, &fe) && !isAPI(r) && strings.Contains(r.Header.Get("Accept"), "text/html") {
+				fe.refill(w, r, code, fe.err)
+				return
+			}
 			d.fail(w, r, code, err)
 			return
 		}
@@ -208,6 +213,17 @@ func (d *Dashboard) reactivate(r *http.Request) (string, string, int, error) {
 	return fmt.Sprintf("re-activated %s in %s", id, name), back, 0, nil
 }
 
+// formError is the error of an action whose form a person typed: a
+// browser gets the form's page back with what was typed and the error,
+// not an error page that loses it.
+type formError struct {
+	err    error
+	refill func(w http.ResponseWriter, r *http.Request, code int, err error)
+}
+
+func (e *formError) Error() string { return e.err.Error() }
+func (e *formError) Unwrap() error { return e.err }
+
 // refuseTriggers is the handler of the scheduler the dashboard opens when
 // it was given none: nobody would receive a triggered run's command.
 func refuseTriggers(context.Context, *sqlx.Tx, schedule.Run) error {
@@ -287,19 +303,20 @@ func (d *Dashboard) workflowAction(r *http.Request) (string, string, int, error)
 	}
 	switch verb {
 	case "signal":
+		typed := func(err error) error { return &formError{err: err, refill: d.signalForm} }
 		name := strings.TrimSpace(r.PostFormValue("name"))
 		if name == "" {
-			return "", back, http.StatusBadRequest, errors.New("signal: the signal's name is empty")
+			return "", back, http.StatusBadRequest, typed(errors.New("signal: the signal's name is empty"))
 		}
 		var payload any
 		if p := strings.TrimSpace(r.PostFormValue("payload")); p != "" {
 			if !json.Valid([]byte(p)) {
-				return "", back, http.StatusBadRequest, fmt.Errorf("signal %s: payload %q is not JSON", name, p)
+				return "", back, http.StatusBadRequest, typed(fmt.Errorf("signal %q: payload %q is not JSON", name, p))
 			}
 			payload = json.RawMessage(p)
 		}
 		if err := e.Signal(r.Context(), id, name, payload); err != nil {
-			return "", back, statusOf(err), err
+			return "", back, statusOf(err), typed(err)
 		}
 		return fmt.Sprintf("signalled %s to %s", name, id), back, 0, nil
 	case "cancel":
@@ -318,4 +335,20 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	}
 	return http.StatusInternalServerError
+}
+
+// signalForm answers a signal that failed with the instance's page, its
+// form holding the name and payload as they were typed and the error
+// beside them.
+func (d *Dashboard) signalForm(w http.ResponseWriter, r *http.Request, code int, failed error) {
+	v, c, err := d.readWorkflow(r)
+	if err != nil {
+		d.fail(w, r, c, err)
+		return
+	}
+	page := d.viewOf(r, "workflow", v.Instance.ID, workflowData{workflowView: v,
+		Signal: signalData{Name: r.PostFormValue("name"), Payload: r.PostFormValue("payload"), Error: failed.Error()}})
+	page.Path = "/workflows/" + url.PathEscape(v.Instance.ID)
+	page.Refresh = 0 // reloading would send the form again
+	d.write(w, code, "workflow", page)
 }

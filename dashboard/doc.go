@@ -81,6 +81,10 @@
 //	POST /workflows/{id}/signal           form name=<signal>, payload=<JSON>
 //	POST /workflows/{id}/cancel
 //
+// A signal refused (no name, a payload that is not JSON) comes back to a
+// browser as the instance's page, its form holding what was typed and
+// the error beside it.
+//
 // Every POST goes through net/http's CrossOriginProtection, which refuses
 // requests a browser marks cross-site (Sec-Fetch-Site) or whose Origin is
 // another host, token or not. An action's or a login's body is read

@@ -486,13 +486,24 @@ func (d *Dashboard) readWorkflow(r *http.Request) (workflowView, int, error) {
 	return v, 0, nil
 }
 
+// workflowData is the instance's page: the instance, and the signal form
+// as it was typed when a signal failed.
+type workflowData struct {
+	workflowView
+	Signal signalData
+}
+
+type signalData struct {
+	Name, Payload, Error string
+}
+
 func (d *Dashboard) workflowPage(w http.ResponseWriter, r *http.Request) {
 	v, code, err := d.readWorkflow(r)
 	if err != nil {
 		d.fail(w, r, code, err)
 		return
 	}
-	d.render(w, r, "workflow", v.Instance.ID, v)
+	d.render(w, r, "workflow", v.Instance.ID, workflowData{workflowView: v})
 }
 
 // summarize is the timeline's line for a history event: what
