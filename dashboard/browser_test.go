@@ -217,7 +217,8 @@ func TestBrowserActionsWithTheToken(t *testing.T) {
 	require.Contains(t, text(t, ctx, srv.URL+"/schedules", "#schedule-poll"), "paused")
 	submit(t, ctx, chromedp.Click(chromedp.CSS(`#schedule-poll button.resume`)))
 	require.False(t, schedules(t, f)["poll"])
-	submit(t, ctx, chromedp.Click(chromedp.CSS(`#schedule-weekly-report button.trigger`)))
+	confirmFirst(t, ctx, chromedp.Click(chromedp.CSS(`#schedule-weekly-report button.trigger`)))
+	submit(t, ctx, chromedp.Click(chromedp.CSS(`#confirm button`)))
 	done, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#done")))
 	require.NoError(t, err)
 	require.Contains(t, done, "triggered weekly-report: run ")
@@ -238,7 +239,8 @@ func TestBrowserActionsWithTheToken(t *testing.T) {
 	submit(t, ctx, chromedp.Submit(chromedp.CSS(`#signal`)))
 	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), `signal paid received: "pay_42"`)
 	shoot(t, ctx, "workflow-admin")
-	submit(t, ctx, chromedp.Click(chromedp.CSS(`#cancel button`)))
+	confirmFirst(t, ctx, chromedp.Click(chromedp.CSS(`#cancel button`)))
+	submit(t, ctx, chromedp.Click(chromedp.CSS(`#confirm button`)))
 	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), "cancel requested")
 }
 
@@ -349,4 +351,67 @@ func TestBrowserASignalsErrorKeepsWhatWasTyped(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`#signal input[name=payload]`), `{"amount": 12}`)))
 	submit(t, ctx, chromedp.Submit(chromedp.CSS(`#signal`)))
 	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), `signal paid received: {"amount":12}`)
+}
+
+// confirmFirst runs action, a click on a button that cannot be undone,
+// and waits for the page that asks first.
+func confirmFirst(t *testing.T, ctx context.Context, action chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	_, err := chromedp.RunResponse(ctx, action)
+	require.NoError(t, err)
+	asks, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#confirm") !== null`))
+	require.NoError(t, err)
+	require.True(t, asks, "the button did not ask first")
+}
+
+// Trigger and cancel ask first: their buttons open a page that asks (the
+// pages allow no inline script, so no confirm() dialog), and only its own
+// button posts. Going back from it does nothing.
+func TestBrowserTriggerAndCancelAskFirst(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t, dashboard.WithAdminToken(testToken), dashboard.WithRefresh(0))
+	login(t, ctx, srv.URL+"/schedules", testToken)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#logout"))))
+	runs := func() string {
+		_, page := getPage(t, srv.URL+"/api/schedules/weekly-report/runs")
+		return page
+	}
+	before := runs()
+
+	// Asked, not answered: nothing triggered.
+	confirmFirst(t, ctx, chromedp.Click(chromedp.CSS(`#schedule-weekly-report button.trigger`)))
+	question, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#question")))
+	require.NoError(t, err)
+	require.Contains(t, question, "weekly-report")
+	require.Len(t, f.triggered, 1, "the trigger button triggered without asking")
+	require.Equal(t, before, runs())
+	shoot(t, ctx, "confirm-trigger")
+	_, err = chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS("#back")))
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#schedule-weekly-report"))))
+	require.Len(t, f.triggered, 1, "going back triggered")
+	require.Equal(t, before, runs())
+	// Answered: triggered once.
+	confirmFirst(t, ctx, chromedp.Click(chromedp.CSS(`#schedule-weekly-report button.trigger`)))
+	submit(t, ctx, chromedp.Click(chromedp.CSS(`#confirm button`)))
+	require.Len(t, f.triggered, 2)
+
+	// The same for cancelling a workflow instance.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/workflows/order-1"), chromedp.WaitVisible(chromedp.CSS("#cancel"))))
+	confirmFirst(t, ctx, chromedp.Click(chromedp.CSS(`#cancel button`)))
+	require.NotContains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), "cancel requested", "the cancel button cancelled without asking")
+	confirmFirst(t, ctx, chromedp.Click(chromedp.CSS(`#cancel button`)))
+	_, err = chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS("#back")))
+	require.NoError(t, err)
+	require.NotContains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), "cancel requested", "going back cancelled")
+	confirmFirst(t, ctx, chromedp.Click(chromedp.CSS(`#cancel button`)))
+	submit(t, ctx, chromedp.Click(chromedp.CSS(`#confirm button`)))
+	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), "cancel requested")
+
+	// A finished instance or an unknown schedule is not asked about.
+	code, _ := getPage(t, srv.URL+"/workflows/order-2/cancel")
+	require.Equal(t, http.StatusConflict, code)
+	code, _ = getPage(t, srv.URL+"/schedules/nope/trigger")
+	require.Equal(t, http.StatusNotFound, code)
 }

@@ -81,6 +81,12 @@
 //	POST /workflows/{id}/signal           form name=<signal>, payload=<JSON>
 //	POST /workflows/{id}/cancel
 //
+// Triggering a schedule and cancelling an instance cannot be undone, so
+// their buttons ask first: they open GET /schedules/{name}/trigger or
+// GET /workflows/{id}/cancel, a page whose own button posts (the pages
+// allow no inline script, so this works without one). A program posts
+// directly.
+//
 // A signal refused (no name, a payload that is not JSON) comes back to a
 // browser as the instance's page, its form holding what was typed and
 // the error beside it.

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,10 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("GET /schedules", d.schedulesPage)
 	mux.HandleFunc("GET /workflows", d.workflowsPage)
 	mux.HandleFunc("GET /workflows/{id}", d.workflowPage)
+	// Triggering a schedule and cancelling an instance cannot be undone:
+	// their buttons open a page that asks, whose button posts.
+	mux.HandleFunc("GET /schedules/{name}/trigger", d.confirmTrigger)
+	mux.HandleFunc("GET /workflows/{id}/cancel", d.confirmCancel)
 
 	mux.HandleFunc("GET /api/status", d.apiStatus)
 	mux.HandleFunc("GET /api/lag", d.apiLag)
@@ -525,3 +530,49 @@ func summarize(h orchestration.HistoryEvent, loc *time.Location) string {
 // pathEscape is url.PathEscape for the templates: names and ids become
 // one path segment whatever they hold.
 func pathEscape(s string) string { return url.PathEscape(s) }
+
+// confirmData is the page that asks before an action that cannot be
+// undone: its form posts the action, its link goes back.
+type confirmData struct {
+	Question, Name, Button string
+	// Action is the path the form posts to, Back the page to go back to,
+	// both below the base path.
+	Action, Back string
+}
+
+func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request, title string, data confirmData) {
+	v := d.viewOf(r, "confirm", title, data)
+	v.Refresh = 0
+	d.write(w, http.StatusOK, "confirm", v)
+}
+
+func (d *Dashboard) confirmTrigger(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	stored, err := schedule.ReadSchedules(r.Context(), d.db)
+	if err != nil {
+		d.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if !slices.ContainsFunc(stored, func(s schedule.Stored) bool { return s.Name == name }) {
+		d.fail(w, r, http.StatusNotFound, fmt.Errorf("no schedule named %q", name))
+		return
+	}
+	d.confirm(w, r, "Trigger "+name, confirmData{Question: "Start a run now, outside the schedule, of", Name: name,
+		Button: "Yes, trigger it now", Action: "/schedules/" + url.PathEscape(name) + "/trigger", Back: "/schedules"})
+}
+
+func (d *Dashboard) confirmCancel(w http.ResponseWriter, r *http.Request) {
+	v, code, err := d.readWorkflow(r)
+	if err != nil {
+		d.fail(w, r, code, err)
+		return
+	}
+	id := v.Instance.ID
+	back := "/workflows/" + url.PathEscape(id)
+	if v.Instance.State != string(orchestration.Running) {
+		d.fail(w, r, http.StatusConflict, fmt.Errorf("%s is %s: nothing would cancel it", id, v.Instance.State))
+		return
+	}
+	d.confirm(w, r, "Cancel "+id, confirmData{Question: "Cancel the workflow instance", Name: id,
+		Button: "Yes, cancel it", Action: back + "/cancel", Back: back})
+}

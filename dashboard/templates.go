@@ -8,7 +8,7 @@ import (
 )
 
 // pageNames are the pages, each a template of its own over layout.html.
-var pageNames = []string{"tickers", "lists", "list", "schedules", "workflows", "workflow", "error"}
+var pageNames = []string{"tickers", "lists", "list", "schedules", "workflows", "workflow", "confirm", "error"}
 
 var funcs = template.FuncMap{
 	"time": func(t any) string {
