@@ -29,6 +29,13 @@
 //	/workflows          instances by state (?state=running…), 50 a page (?after=id)
 //	/workflows/{id}     one instance's history as a timeline; signal and cancel
 //
+// Every name a page shows (a list's, an item's, a schedule's, an
+// instance's, a workflow's, a holder's) and every error text is isolated
+// in a <bdi>, so that a right-to-left override in it (U+202E) does not
+// reverse the text after it; where a text is made of parts (the title, a
+// done message, a timeline line) its bidirectional controls show as
+// escapes, \u202e.
+//
 // Pages are html/template, server-rendered, charts inline SVG; the CSS and
 // the few lines of script that reload a page every refresh period (not while
 // something is typed in a form) are embedded. Nothing needs a build step.

@@ -3,6 +3,8 @@ package dashboard
 import (
 	"fmt"
 	"html/template"
+	"strings"
+	"unicode"
 
 	"github.com/passage-of-time/passage/tick"
 )
@@ -23,9 +25,32 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprint(t)
 	},
-	"path":  pathEscape,
-	"thous": thousands,
+	"path":    pathEscape,
+	"thous":   thousands,
+	"visible": visibleBidi,
 }
+
+// visibleBidi writes the bidirectional controls of s (U+202E, the
+// right-to-left override, among them) as escapes, \u202e: for text made of
+// several parts, where a <bdi> around the whole would not keep a name's
+// override from reversing the words after it, and for the <title>, which
+// holds no element. A name alone is put in a <bdi> instead.
+func visibleBidi(s string) string {
+	if !strings.ContainsFunc(s, isBidiControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isBidiControl(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isBidiControl(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }
 
 func parsePages() (map[string]*template.Template, error) {
 	pages := make(map[string]*template.Template, len(pageNames))
