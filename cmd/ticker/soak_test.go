@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
@@ -32,8 +33,10 @@ import (
 )
 
 // The soak of issue 26: "ticker run" as operators deploy it — three
-// replicas on one PostgreSQL database, stored schedules of six kinds, a
-// webhook receiver that is slow (44 ms), fails and stalls, the
+// replicas on one PostgreSQL database, stored schedules of six kinds
+// (stored as if five minutes ago, as after an outage: the first pass
+// meets missed slots, and each catch-up policy fires some and reports the
+// others skipped), a webhook receiver that is slow (44 ms), fails and stalls, the
 // leaseholder killed with SIGKILL — on the real clock, built and run as
 // processes; then the delivery guarantee is checked from the database
 // and from what the receiver accepted (soakCheck). It runs only when
@@ -187,9 +190,12 @@ func TestSoak(t *testing.T) {
 
 	db, dsn := sqldbtest.Postgres(t)
 	defs := soakSchedules(t, plan.schedules)
+	// Stored as if five minutes ago: the first pass meets the slots
+	// missed since, and the catch-up policies fire some and report the
+	// others skipped (SlotsSkipped).
 	s, err := schedule.Open(ctx, db.DB, func(context.Context, *sqlx.Tx, schedule.Run) error {
 		return fmt.Errorf("the soak's own scheduler fires nothing")
-	})
+	}, schedule.WithClock(clockwork.NewFakeClockAt(time.Now().Add(-5*time.Minute))))
 	require.NoError(t, err)
 	_, err = s.Sync(ctx, defs...)
 	require.NoError(t, err)
@@ -246,11 +252,17 @@ func TestSoak(t *testing.T) {
 				require.NoError(t, r.cmd.Process.Signal(syscall.SIGCONT))
 				break
 			}
-			var waiting int
+			t.Logf("kill -9 %s (holder %q) at %s", r.holder, holder, time.Now().Format("15:04:05.000"))
 			if lock != nil {
+				// The kill is meant to land inside the holder's firing
+				// transaction, blocked on the soak's lock: without that,
+				// a run recorded outside it would go unnoticed.
+				var waiting int
 				require.NoError(t, db.GetContext(ctx, &waiting, `SELECT COUNT(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, lockPID))
+				if waiting == 0 {
+					t.Errorf("the kill at B1%+v found no transaction blocked on the soak's lock: the holder was not inside a firing transaction", f.at)
+				}
 			}
-			t.Logf("kill -9 %s (holder %q) at %s; transactions blocked on the soak's lock: %d", r.holder, holder, time.Now().Format("15:04:05.000"), waiting)
 			r.killed = true
 			require.NoError(t, r.cmd.Process.Kill())
 			<-r.done
@@ -846,6 +858,27 @@ func (c soakCheck) backOnTime(b1 time.Time, quiet []time.Duration) {
 			default:
 				worst = max(worst, at.Sub(boundary))
 			}
+		}
+	}
+	if len(late) > 0 {
+		// Evidence: the runs of the first schedules behind.
+		var names []string
+		for _, l := range late {
+			name, _, _ := strings.Cut(l, "@")
+			if !slices.Contains(names, name) && len(names) < 3 {
+				names = append(names, name)
+			}
+		}
+		byName := map[string][]string{}
+		for _, r := range c.runs {
+			if slices.Contains(names, r.Schedule) {
+				byName[r.Schedule] = append(byName[r.Schedule], fmt.Sprintf("%s fired %s (attempt %d)",
+					sqldb.DecodeTime(r.Slot).Format(time.TimeOnly), sqldb.DecodeTime(r.FiredAt).Format("15:04:05.000"), r.Attempt))
+			}
+		}
+		for _, name := range names {
+			slices.Sort(byName[name])
+			c.t.Logf("runs of %s: %s", name, strings.Join(byName[name], "; "))
 		}
 	}
 	c.t.Logf("back on time: %d slots due at the quiet boundaries %s to %s, the latest fired %v after its boundary",
