@@ -328,6 +328,22 @@ func TestSoak(t *testing.T) {
 	require.Zero(t, parked, "records parked")
 	require.Zero(t, recv.badSignatures(), "requests with a bad signature or headers that do not match the body")
 	c.report(recv)
+	if t.Failed() || os.Getenv("PASSAGE_SOAK_KEEP") != "" {
+		// The schema is dropped with the test: keep what it held, and
+		// what the receiver accepted, beside the replicas' logs.
+		var b strings.Builder
+		b.WriteString("slot_id\trun_id\tslot\tfired_at\tattempt\n")
+		for _, r := range runs {
+			fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%d\n", r.SlotID, r.RunID, tick.FormatTime(sqldb.DecodeTime(r.Slot)), tick.FormatTime(sqldb.DecodeTime(r.FiredAt)), r.Attempt)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "schedule_runs.tsv"), []byte(b.String()), 0o644))
+		b.Reset()
+		b.WriteString("accepted_at\ttype\tkey\trun_id\n")
+		for _, a := range acc {
+			fmt.Fprintf(&b, "%s\t%s\t%s\t%s\n", tick.FormatTime(a.At), a.Type, a.Key, a.RunID)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "accepted.tsv"), []byte(b.String()), 0o644))
+	}
 }
 
 // soakSchedules declares n schedules of six kinds, in turn: every minute
