@@ -274,6 +274,14 @@ func Open(ctx context.Context, db *sqlx.DB, handler Handler, opts ...Option) (*S
 // attempts. It is a transactional batch processor
 // ([todolist.NewTxBatchProcessor]): a batch of slots is taken, fired and
 // moved on in one transaction, so it takes no lease.
+//
+// A schedule behind with the catch-up policy tick.All fires one missed
+// slot, the oldest, each time its item is taken, and its item is then due
+// at once for the next: a processor's Process does not take an item again
+// in the same call, so a schedule N slots behind needs N calls. Call
+// Process again at the same boundary while its Result claimed anything
+// (as "ticker run" does), or a schedule behind catches up one slot a tick
+// and stays behind.
 func (s *Scheduler) Processor(opts ...todolist.ProcessorOption) (*todolist.Processor, error) {
 	return todolist.NewTxBatchProcessor(s.list, s.fireBatch, append([]todolist.ProcessorOption{todolist.WithClock(s.clock)}, opts...)...)
 }

@@ -972,3 +972,31 @@ func TestMetricsCountScheduleRunsAndTheirLateness(t *testing.T) {
 		require.Contains(t, string(body), want)
 	}
 }
+
+// A schedule with catch-up all that missed slots fires every one of them,
+// oldest first, in the first pass back — not one a minute, which left an
+// every-minute schedule behind for good.
+func TestCatchUpAllFiresEveryMissedSlotInOnePass(t *testing.T) {
+	t.Parallel()
+	for engine, db := range databases(t) {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			clock := clockwork.NewFakeClockAt(start)
+			ok(t, run(t, clock, nil, "run", "--once", "--db", db, "--units", "minute"))
+			ok(t, run(t, clock, nil, "schedule", "add", "--db", db, "--name", "poll", "--spec", "* * * * *", "--command", "poll", "--catch-up", "all"))
+			clock.Advance(5 * time.Minute) // 12:01 … 12:05 missed
+			// One minute boundary passes (the ticker catches up latest
+			// only), so one pass must fire all five.
+			r := run(t, clock, nil, "run", "--once", "--db", db, "--units", "minute", "--catch-up", "minute=latest")
+			require.Equal(t, cli.ExitOK, r.code, r.stderr)
+			var slots []string
+			for _, run := range scheduleRuns(t, r.stdout) {
+				slots = append(slots, run.SlotID)
+			}
+			require.Equal(t, []string{
+				"poll@2026-11-21T12:01:00Z", "poll@2026-11-21T12:02:00Z", "poll@2026-11-21T12:03:00Z",
+				"poll@2026-11-21T12:04:00Z", "poll@2026-11-21T12:05:00Z",
+			}, slots, "every missed slot, oldest first, in this pass")
+		})
+	}
+}
