@@ -50,6 +50,12 @@ func ParsePostgres(dsn string) (*pgx.ConnConfig, error) {
 				return nil, fmt.Errorf("%w: a PostgreSQL URL with an @ in its host (not shown, it may hold a password): percent-encode an @ in a password as %%40, or give the password in PGPASSWORD", ErrBadDSN)
 			}
 		}
+		// Likewise in the database name of a URL: a password with an
+		// unencoded / (postgres://u:1234/5678@h) reads as port 1234 and
+		// database "5678@h", and pgx's connect errors print both.
+		if isPostgresURL(dsn) && strings.Contains(cfg.Database, "@") {
+			return nil, fmt.Errorf("%w: a PostgreSQL URL with an @ in its database name (not shown, it may hold a password): percent-encode / and @ in a password as %%2F and %%40, or give the password in PGPASSWORD", ErrBadDSN)
+		}
 		return cfg, nil
 	}
 	form := "a key=value DSN"

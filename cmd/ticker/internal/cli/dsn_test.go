@@ -65,8 +65,17 @@ func TestNoCommandPrintsAPassword(t *testing.T) {
 			"host=127.0.0.1 port=1 user=postgres sslmode=disable password='"+strings.ReplaceAll(strings.ReplaceAll(pw, `\`, `\\`), "'", `\'`)+"' dbname=x",
 		)
 	}
+	// A password of digits with an unencoded / reads, to pgx, as a port
+	// and a database name: postgres://127.0.0.1:Zq9…/…Wk7@localhost/x is
+	// user 127.0.0.1 with password "7391/8264" as meant, but host
+	// 127.0.0.1, port 7391 and database "8264@localhost/x" as parsed.
+	dsns = append(dsns, "postgres://127.0.0.1:7391/8264@localhost/x")
 	dir := t.TempDir()
 	for _, dsn := range dsns {
+		before, after := before, after
+		if strings.Contains(dsn, "7391") {
+			before, after = "7391", "8264"
+		}
 		for _, args := range dsnCommands {
 			args := withDB(args, dsn)
 			r := run(t, nil, nil, args...)
