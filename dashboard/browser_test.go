@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,45 +16,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/dashboard"
+	"github.com/passage-of-time/passage/internal/browsertest"
 	"github.com/passage-of-time/passage/orchestration"
 	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/todolist"
 )
-
-// chromium finds a Chromium to drive: $PASSAGE_CHROMIUM, then the Debian
-// package's binary, then the usual names on PATH.
-func chromium() string {
-	if p := os.Getenv("PASSAGE_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "headless-shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
 
 // browser starts a headless Chromium for one test, or skips the test when
 // none can be found. The flags keep it from reaching out to the network
 // (updates, sync, field trials), which a closed network refuses.
 func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
-	path := chromium()
+	path := browsertest.Chromium()
 	if path == "" {
 		t.Skip("no Chromium found (install the Debian packages chromium and chromium-driver, or set PASSAGE_CHROMIUM): browser tests skipped")
 	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	}
+	opts := append(browsertest.Options(path, t.TempDir()), chromedp.WindowSize(1280, 900))
 	opts = append(opts, extra...)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)

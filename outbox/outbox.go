@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -166,5 +165,3 @@ func (r recordRow) message(attempt int) Message {
 		Position: r.Position, RecordedAt: sqldb.DecodeTime(r.RecordedAt), Attempt: attempt,
 	}
 }
-
-var errNoRows = sql.ErrNoRows

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -189,7 +190,7 @@ func (r *Relay) Backlog(ctx context.Context) (Backlog, error) {
 		Tx     int64  `db:"tx"`
 		ID     int64  `db:"id"`
 	}
-	if err := o.db.GetContext(ctx, &from, o.q.checkpoints, r.sink); err != nil && !errors.Is(err, errNoRows) {
+	if err := o.db.GetContext(ctx, &from, o.q.checkpoints, r.sink); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return b, fmt.Errorf("outbox: relay %q: read the checkpoint: %w", r.sink, err)
 	}
 	var oldest int64
@@ -286,7 +287,7 @@ func (r *Relay) pass(ctx context.Context) (PassResult, error) {
 		Tx     int64  `db:"tx"`
 		ID     int64  `db:"id"`
 	}
-	if err := o.db.GetContext(ctx, &from, o.q.checkpoints, r.sink); err != nil && !errors.Is(err, errNoRows) {
+	if err := o.db.GetContext(ctx, &from, o.q.checkpoints, r.sink); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return res, fmt.Errorf("read the checkpoint: %w", err)
 	}
 	retries, err := r.retries(ctx)

@@ -2,8 +2,6 @@ package cli_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -12,21 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/cli"
+	"github.com/passage-of-time/passage/internal/browsertest"
 )
-
-// chromium finds a Chromium to drive, as the dashboard's browser tests do:
-// $PASSAGE_CHROMIUM, then the Debian package's binary, then PATH.
-func chromium() string {
-	if p := os.Getenv("PASSAGE_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "headless-shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
 
 // Issue 27 point 3 in a browser: a page of "ticker serve" left open on a
 // quiescent database shows, at its next refresh, a schedule another
@@ -34,7 +19,7 @@ func chromium() string {
 // immutable before, and the page stayed on the old state for good.
 func TestBrowserServePageShowsWritesAtItsNextRefresh(t *testing.T) {
 	t.Parallel()
-	path := chromium()
+	path := browsertest.Chromium()
 	if path == "" {
 		t.Skip("no Chromium found (Debian packages chromium and chromium-driver, or $PASSAGE_CHROMIUM): browser test skipped")
 	}
@@ -43,11 +28,7 @@ func TestBrowserServePageShowsWritesAtItsNextRefresh(t *testing.T) {
 	s := startServe(t, clock, nil, "--db", db)
 	defer func() { require.Equal(t, cli.ExitOK, s.stop(t), s.stderr.String()) }()
 
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), browsertest.Options(path, t.TempDir())...)
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(allocCtx)
 	defer cancel()
