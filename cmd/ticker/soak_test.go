@@ -54,6 +54,10 @@ import (
 //	                    minutes, 5 stalls of 40 s; three quiet minutes;
 //	                    about 19 minutes (go test -timeout 30m)
 //
+// Run it alone: while the held transaction is open, PostgreSQL's xmin
+// horizon (cluster-wide) holds back every outbox relay on the server, so
+// delivery tests running beside it wait 10 s for their records.
+//
 // PASSAGE_SOAK_PG_RESTART=1 adds, in long mode, a restart of the
 // PostgreSQL server (pg_ctlcluster; it breaks any other test using the
 // server at that moment, so it is never on by default).
