@@ -105,8 +105,8 @@ func (s *Store) AppendTx(ctx context.Context, tx *sqlx.Tx, stream string, expect
 	if tx == nil {
 		return AppendResult{}, fmt.Errorf("%w: append to stream %q: transaction must not be nil", ErrInvalidArgument, stream)
 	}
-	if d := sqldb.DialectOf(tx); d != s.dialect {
-		return AppendResult{}, fmt.Errorf("%w: append to stream %q: transaction is on %s, the store on %s", ErrInvalidArgument, stream, d, s.dialect)
+	if err := s.sameDatabase(tx); err != nil {
+		return AppendResult{}, fmt.Errorf("%w: append to stream %q: %w", ErrInvalidArgument, stream, err)
 	}
 	return s.append(ctx, tx, stream, expected, events)
 }
@@ -156,15 +156,15 @@ func (s *Store) append(ctx context.Context, tx *sqlx.Tx, stream string, expected
 	}
 
 	// Take the stream's turn before reading its version, so the version
-	// read is the one the events go after (see queries.lock). A check
-	// without events needs no turn.
-	if s.q.lock != "" && len(batch) > 0 {
-		if _, err := tx.ExecContext(ctx, s.q.lock, stream); err != nil {
+	// read is the one the events go after. A check without events needs
+	// no turn.
+	if len(batch) > 0 {
+		if err := s.driver.takeTurn(ctx, tx, stream); err != nil {
 			return AppendResult{}, fmt.Errorf("eventstore: append to stream %q: wait for the stream's turn: %w", stream, err)
 		}
 	}
-	var current int64
-	if err := tx.GetContext(ctx, &current, s.q.version, stream); err != nil {
+	current, err := s.driver.version(ctx, tx, stream)
+	if err != nil {
 		return AppendResult{}, fmt.Errorf("eventstore: append to stream %q: read version: %w", stream, err)
 	}
 	if !expected.allows(current) {
@@ -178,8 +178,8 @@ func (s *Store) append(ctx context.Context, tx *sqlx.Tx, stream string, expected
 	recorded := make([]Recorded, len(batch))
 	for i, e := range batch {
 		r := Recorded{Stream: stream, Version: current + int64(i) + 1, Type: e.name, Event: e.value, RecordedAt: sqldb.DecodeTime(at)}
-		err := tx.QueryRowxContext(ctx, s.q.insert, stream, r.Version, e.name, string(e.data), at).Scan(&r.Position)
-		if isUniqueViolation(err) {
+		r.Position, err = s.driver.insert(ctx, tx, eventRow{stream, r.Version, e.name, string(e.data)}, at)
+		if s.driver.isUniqueViolation(err) {
 			return AppendResult{}, &VersionConflictError{Stream: stream, Expected: expected, Actual: r.Version, raced: true}
 		}
 		if err != nil {

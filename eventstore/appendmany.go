@@ -2,10 +2,8 @@ package eventstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jmoiron/sqlx"
 
@@ -43,14 +41,6 @@ func (o AppendOutcome) Err() error {
 	}
 	return o.Conflict
 }
-
-// The rows one statement of AppendMany inserts. SQLite's statement binds
-// five parameters a row and at most 32,766 in all; PostgreSQL's takes
-// five arrays whatever their length, kept to a size that bounds memory.
-const (
-	appendManyChunkSQLite   = 1000
-	appendManyChunkPostgres = 5000
-)
 
 // AppendMany appends to many streams in one transaction, each entry of
 // batch with its own expected version, as [Store.Append] would one by
@@ -147,8 +137,8 @@ func (s *Store) AppendManyTx(ctx context.Context, tx *sqlx.Tx, batch []StreamApp
 	if tx == nil {
 		return nil, fmt.Errorf("%w: append to %d streams: transaction must not be nil", ErrInvalidArgument, len(batch))
 	}
-	if d := sqldb.DialectOf(tx); d != s.dialect {
-		return nil, fmt.Errorf("%w: append to %d streams: transaction is on %s, the store on %s", ErrInvalidArgument, len(batch), d, s.dialect)
+	if err := s.sameDatabase(tx); err != nil {
+		return nil, fmt.Errorf("%w: append to %d streams: %w", ErrInvalidArgument, len(batch), err)
 	}
 	plan, err := s.planMany(batch)
 	if err != nil {
@@ -214,16 +204,14 @@ type manyRow struct {
 
 func (s *Store) appendMany(ctx context.Context, tx *sqlx.Tx, plan manyPlan) ([]AppendOutcome, error) {
 	n := len(plan.entries)
-	postgres := s.dialect == sqldb.Postgres
 	// Take the turns first, then read: the versions read are then the
-	// ones the events go after (see queries.lock). On SQLite the
-	// immediate transaction holds the only write lock already.
-	if postgres && len(plan.locked) > 0 {
-		if _, err := tx.ExecContext(ctx, lockManyPostgres, plan.locked); err != nil {
+	// ones the events go after.
+	if len(plan.locked) > 0 {
+		if err := s.driver.takeTurns(ctx, tx, plan.locked); err != nil {
 			return nil, fmt.Errorf("eventstore: append to %d streams: wait for the streams' turns: %w", n, err)
 		}
 	}
-	current, err := s.versions(ctx, tx, plan.streams)
+	current, err := s.driver.versions(ctx, tx, plan.streams)
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: append to %d streams: read versions: %w", n, err)
 	}
@@ -274,44 +262,6 @@ func (s *Store) appendAt(ctx context.Context, tx *sqlx.Tx, plan manyPlan, curren
 	return outcomes, nil
 }
 
-// lockManyPostgres takes the turns of the streams in $1 (see queries.lock)
-// in the order of their lock keys, which every batch follows, so that two
-// batches sharing streams wait for each other instead of deadlocking. The
-// sorted subquery is not flattened into the outer query, so the locks are
-// taken in its order.
-const lockManyPostgres = `SELECT pg_advisory_xact_lock(k) FROM (
-	SELECT DISTINCT hashtextextended('eventstore/' || s, 0) AS k FROM unnest($1::text[]) AS s ORDER BY k) AS keys`
-
-// versions reads the version of every stream in one statement.
-func (s *Store) versions(ctx context.Context, tx *sqlx.Tx, streams []string) (map[string]int64, error) {
-	const version = `(SELECT COALESCE(MAX(version), 0) FROM eventstore_events WHERE stream = s.name)`
-	var rows *sqlx.Rows
-	var err error
-	if s.dialect == sqldb.Postgres {
-		rows, err = tx.QueryxContext(ctx, `SELECT s.name, `+version+` FROM unnest($1::text[]) AS s(name)`, streams)
-	} else {
-		names, jerr := json.Marshal(streams)
-		if jerr != nil {
-			return nil, jerr
-		}
-		rows, err = tx.QueryxContext(ctx, `SELECT s.value, `+strings.ReplaceAll(version, "s.name", "s.value")+` FROM json_each(?) AS s`, string(names))
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	current := make(map[string]int64, len(streams))
-	for rows.Next() {
-		var name string
-		var v int64
-		if err := rows.Scan(&name, &v); err != nil {
-			return nil, err
-		}
-		current[name] = v
-	}
-	return current, rows.Err()
-}
-
 // insertMany inserts the events of rows, a statement per chunk, and fills
 // in the positions the database gave them.
 func (s *Store) insertMany(ctx context.Context, tx *sqlx.Tx, plan manyPlan, outcomes []AppendOutcome, rows []manyRow, at int64) error {
@@ -319,38 +269,19 @@ func (s *Store) insertMany(ctx context.Context, tx *sqlx.Tx, plan manyPlan, outc
 		stream  string
 		version int64
 	}
-	size := appendManyChunkSQLite
-	if s.dialect == sqldb.Postgres {
-		size = appendManyChunkPostgres
-	}
+	size := s.driver.insertChunk()
 	for start := 0; start < len(rows); start += size {
 		chunk := rows[start:min(start+size, len(rows))]
 		// RETURNING promises no order, so positions are matched by
 		// (stream, version).
 		place := make(map[key]*Recorded, len(chunk))
-		var query string
-		var args []any
-		if s.dialect == sqldb.Postgres {
-			streams, versions := make([]string, len(chunk)), make([]int64, len(chunk))
-			types, data := make([]string, len(chunk)), make([]string, len(chunk))
-			for i, r := range chunk {
-				rec := &outcomes[r.entry].Result.Recorded[r.index]
-				streams[i], versions[i], types[i] = rec.Stream, rec.Version, rec.Type
-				data[i] = string(plan.encoded[r.entry][r.index].data)
-				place[key{rec.Stream, rec.Version}] = rec
-			}
-			query = insertManyPostgres
-			args = []any{streams, versions, types, data, at}
-		} else {
-			query = insertManySQLite(len(chunk))
-			args = make([]any, 0, 5*len(chunk))
-			for _, r := range chunk {
-				rec := &outcomes[r.entry].Result.Recorded[r.index]
-				args = append(args, rec.Stream, rec.Version, rec.Type, string(plan.encoded[r.entry][r.index].data), at)
-				place[key{rec.Stream, rec.Version}] = rec
-			}
+		insert := make([]eventRow, len(chunk))
+		for i, r := range chunk {
+			rec := &outcomes[r.entry].Result.Recorded[r.index]
+			insert[i] = eventRow{rec.Stream, rec.Version, rec.Type, string(plan.encoded[r.entry][r.index].data)}
+			place[key{rec.Stream, rec.Version}] = rec
 		}
-		result, err := tx.QueryxContext(ctx, query, args...)
+		result, err := s.driver.insertMany(ctx, tx, insert, at)
 		if err != nil {
 			return s.insertManyFailed(len(plan.entries), err)
 		}
@@ -374,30 +305,8 @@ func (s *Store) insertMany(ctx context.Context, tx *sqlx.Tx, plan manyPlan, outc
 }
 
 func (s *Store) insertManyFailed(n int, err error) error {
-	if isUniqueViolation(err) {
+	if s.driver.isUniqueViolation(err) {
 		return fmt.Errorf("%w: %w", errManyRaced, err)
 	}
 	return fmt.Errorf("eventstore: append to %d streams: insert: %w", n, err)
-}
-
-// insertManyPostgres inserts a chunk from five arrays: streams, versions,
-// types, data (as text, cast to JSONB here) and the one recording time.
-const insertManyPostgres = `INSERT INTO eventstore_events (stream, version, type, data, recorded_at)
-SELECT e.stream, e.version, e.type, e.data::jsonb, $5 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS e(stream, version, type, data)
-RETURNING stream, version, position`
-
-// insertManySQLite inserts n rows of five plain parameters each.
-func insertManySQLite(n int) string {
-	const row = "(?, ?, ?, ?, ?)"
-	var b strings.Builder
-	b.Grow(128 + (len(row)+2)*n)
-	b.WriteString(`INSERT INTO eventstore_events (stream, version, type, data, recorded_at) VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(row)
-	}
-	b.WriteString(` RETURNING stream, version, position`)
-	return b.String()
 }

@@ -35,6 +35,13 @@
 // with no statement to read them again, and no writer that takes its turn
 // comes between the load and the append.
 //
+// Each database is a driver: the logic calls an unexported interface
+// (driver.go) and each database's statements live in its own file
+// (driver_sqlite.go, driver_postgres.go), picked once when the store opens.
+// Unlike River's public driver packages, nothing of this shows in the API
+// and no package gains an import: drivers are not a user's extension point
+// (yet), and a third database is a new pair of files and a line in newDriver.
+//
 // [Update] is the aggregate workflow: load the stream, fold it into a state,
 // let a decision return new events (or none), append them expecting the
 // loaded version, and retry a bounded number of times on conflict.

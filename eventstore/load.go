@@ -25,8 +25,8 @@ func (s *Store) LoadTx(ctx context.Context, tx *sqlx.Tx, stream string, fromVers
 	if tx == nil {
 		return nil, fmt.Errorf("%w: load stream %q: transaction must not be nil", ErrInvalidArgument, stream)
 	}
-	if d := sqldb.DialectOf(tx); d != s.dialect {
-		return nil, fmt.Errorf("%w: load stream %q: transaction is on %s, the store on %s", ErrInvalidArgument, stream, d, s.dialect)
+	if err := s.sameDatabase(tx); err != nil {
+		return nil, fmt.Errorf("%w: load stream %q: %w", ErrInvalidArgument, stream, err)
 	}
 	return s.load(ctx, tx, stream, fromVersion)
 }
@@ -38,7 +38,7 @@ func (s *Store) load(ctx context.Context, q sqlx.QueryerContext, stream string, 
 	if fromVersion < 0 {
 		return nil, fmt.Errorf("%w: load stream %q from version %d: versions start at 1", ErrInvalidArgument, stream, fromVersion)
 	}
-	rows, err := q.QueryxContext(ctx, s.q.load, stream, fromVersion)
+	rows, err := s.driver.load(ctx, q, stream, fromVersion)
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: load stream %q: %w", stream, err)
 	}
@@ -68,8 +68,8 @@ func (s *Store) load(ctx context.Context, q sqlx.QueryerContext, stream string, 
 // Version returns the version of the last event of stream, 0 when it has
 // none.
 func (s *Store) Version(ctx context.Context, stream string) (int64, error) {
-	var v int64
-	if err := s.db.GetContext(ctx, &v, s.q.version, stream); err != nil {
+	v, err := s.driver.version(ctx, s.db, stream)
+	if err != nil {
 		return 0, fmt.Errorf("eventstore: version of stream %q: %w", stream, err)
 	}
 	return v, nil

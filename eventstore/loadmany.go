@@ -2,7 +2,6 @@ package eventstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -34,8 +33,8 @@ func (s *Store) LoadManyTx(ctx context.Context, tx *sqlx.Tx, streams []string) (
 	if tx == nil {
 		return nil, fmt.Errorf("%w: load many: transaction must not be nil", ErrInvalidArgument)
 	}
-	if d := sqldb.DialectOf(tx); d != s.dialect {
-		return nil, fmt.Errorf("%w: load many: transaction is on %s, the store on %s", ErrInvalidArgument, d, s.dialect)
+	if err := s.sameDatabase(tx); err != nil {
+		return nil, fmt.Errorf("%w: load many: %w", ErrInvalidArgument, err)
 	}
 	return s.loadMany(ctx, tx, streams)
 }
@@ -56,21 +55,7 @@ func (s *Store) loadMany(ctx context.Context, q sqlx.QueryerContext, streams []s
 }
 
 func (s *Store) loadChunk(ctx context.Context, q sqlx.QueryerContext, streams []string, out map[string][]Recorded) error {
-	const columns = `SELECT e.stream, e.position, e.version, e.type, e.data, e.recorded_at FROM eventstore_events e`
-	var (
-		query string
-		arg   any
-	)
-	if s.dialect == sqldb.Postgres {
-		query, arg = columns+` WHERE e.stream = ANY($1::text[]) ORDER BY e.stream, e.version`, streams
-	} else {
-		names, err := json.Marshal(streams)
-		if err != nil {
-			return fmt.Errorf("eventstore: load many: %w", err)
-		}
-		query, arg = columns+` WHERE e.stream IN (SELECT value FROM json_each(?)) ORDER BY e.stream, e.version`, string(names)
-	}
-	rows, err := q.QueryxContext(ctx, query, arg)
+	rows, err := s.driver.loadMany(ctx, q, streams)
 	if err != nil {
 		return fmt.Errorf("eventstore: load %d streams: %w", len(streams), err)
 	}

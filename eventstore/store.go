@@ -52,7 +52,7 @@ type Store struct {
 	clock     clockwork.Clock
 	publisher Publisher
 	hooks     []TxHook
-	q         queries
+	driver    driver
 }
 
 // Option configures a [Store]. Options validate their argument and make
@@ -120,7 +120,7 @@ func Open(ctx context.Context, db *sqlx.DB, registry *Registry, opts ...Option) 
 		dialect:  sqldb.DialectOf(db),
 		registry: registry,
 		clock:    clockwork.NewRealClock(),
-		q:        newQueries(db),
+		driver:   newDriver(db),
 	}
 	for _, opt := range opts {
 		if err := opt(s); err != nil {
@@ -131,4 +131,13 @@ func Open(ctx context.Context, db *sqlx.DB, registry *Registry, opts ...Option) 
 		return nil, fmt.Errorf("eventstore: open: %w", err)
 	}
 	return s, nil
+}
+
+// sameDatabase checks that a caller's transaction is on the store's
+// database, for the methods that join one (AppendTx and the like).
+func (s *Store) sameDatabase(tx *sqlx.Tx) error {
+	if d := sqldb.DialectOf(tx); d != s.dialect {
+		return fmt.Errorf("transaction is on %s, the store on %s", d, s.dialect)
+	}
+	return nil
 }

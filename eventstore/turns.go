@@ -6,15 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
-
-	"github.com/passage-of-time/passage/internal/sqldb"
 )
-
-// tryTurnsPostgres takes, without waiting, the turns (see queries.lock)
-// of the streams in $1 that no other transaction holds, and returns the
-// others. A turn tx holds already is taken again at once.
-const tryTurnsPostgres = `SELECT DISTINCT s FROM unnest($1::text[]) AS s
-WHERE NOT pg_try_advisory_xact_lock(hashtextextended('eventstore/' || s, 0))`
 
 // TryTurnsTx takes in tx, without waiting, the turns of those of streams
 // that no other transaction holds, as an append in tx would (see
@@ -37,18 +29,18 @@ func (s *Store) TryTurnsTx(ctx context.Context, tx *sqlx.Tx, streams []string) (
 	if tx == nil {
 		return nil, fmt.Errorf("%w: take the turns of %d streams: transaction must not be nil", ErrInvalidArgument, len(streams))
 	}
-	if d := sqldb.DialectOf(tx); d != s.dialect {
-		return nil, fmt.Errorf("%w: take the turns of %d streams: transaction is on %s, the store on %s", ErrInvalidArgument, len(streams), d, s.dialect)
+	if err := s.sameDatabase(tx); err != nil {
+		return nil, fmt.Errorf("%w: take the turns of %d streams: %w", ErrInvalidArgument, len(streams), err)
 	}
 	for i, name := range streams {
 		if name == "" {
 			return nil, fmt.Errorf("%w: take the turns of %d streams: stream %d has an empty name", ErrInvalidArgument, len(streams), i)
 		}
 	}
-	if s.dialect != sqldb.Postgres || len(streams) == 0 {
+	if len(streams) == 0 {
 		return nil, nil
 	}
-	if err := tx.SelectContext(ctx, &busy, tryTurnsPostgres, streams); err != nil {
+	if busy, err = s.driver.tryTurns(ctx, tx, streams); err != nil {
 		return nil, fmt.Errorf("eventstore: take the turns of %d streams: %w", len(streams), err)
 	}
 	return busy, nil
