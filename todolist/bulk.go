@@ -2,7 +2,6 @@ package todolist
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,51 +19,6 @@ type NewItem struct {
 	ID string
 	// Due is the time the item falls due.
 	Due time.Time
-}
-
-// The number of items one statement of AddMany writes. SQLite binds at
-// most 32,766 parameters a statement and its statement takes two an item,
-// PostgreSQL's takes three arrays whatever their length; both are kept
-// well below their limit, because past a few thousand rows a bigger
-// statement only costs more memory at once (measured in BenchmarkAddMany:
-// the throughput is flat from 1,000 rows on SQLite, 5,000 on PostgreSQL).
-const (
-	addManyChunkSQLite   = 1000
-	addManyChunkPostgres = 5000
-)
-
-// addUpsert is what add does on a conflict, shared by the bulk statements
-// so that adding many items follows exactly the rules of adding one.
-const addUpsert = `
-ON CONFLICT (list, id) DO UPDATE SET
-	due = excluded.due, run_at = excluded.run_at,
-	attempts = 0, last_error = '', parked = 0, readded = 1
-WHERE excluded.due > todolist_items.due`
-
-// addManyPostgres upserts a chunk in one statement whatever its length:
-// the list, then the IDs and their due times as two arrays, which
-// PostgreSQL unnests row by row in array order.
-const addManyPostgres = `INSERT INTO todolist_items (list, id, due, run_at)
-SELECT $1, d.id, d.due, d.due FROM unnest($2::text[], $3::bigint[]) AS d(id, due)` + addUpsert
-
-// addManySQLite returns the upsert of n items on SQLite, four parameters
-// an item: the list, the ID and the due time twice (due and run_at).
-// Plain ? parameters, not numbered ones reused (?1 for the list): SQLite
-// looks a reused number up in a list, which made a statement of 10,000
-// rows seven times slower than one of 1,000.
-func addManySQLite(n int) string {
-	const row = "(?, ?, ?, ?)"
-	var b strings.Builder
-	b.Grow(64 + (len(row)+2)*n + len(addUpsert))
-	b.WriteString(`INSERT INTO todolist_items (list, id, due, run_at) VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(row)
-	}
-	b.WriteString(addUpsert)
-	return b.String()
 }
 
 // AddMany puts items on the list on the list's own database, in one
@@ -175,81 +129,21 @@ func (l *List) chunkSize() int {
 	if l.addChunk > 0 {
 		return l.addChunk
 	}
-	if l.q.claimSets {
-		return addManyChunkPostgres
-	}
-	return addManyChunkSQLite
+	return l.drv.addManyChunk()
 }
 
 // execMany writes rows a chunk at a time, in order.
 func (l *List) execMany(ctx context.Context, ext sqlx.ExtContext, rows manyRows) error {
 	size := l.chunkSize()
-	if l.q.claimSets {
-		for start := 0; start < len(rows.ids); start += size {
-			end := min(start+size, len(rows.ids))
-			if _, err := ext.ExecContext(ctx, addManyPostgres, l.name, rows.ids[start:end], rows.dues[start:end]); err != nil {
-				return l.manyFailed(rows, start, end, err)
-			}
-		}
-		return nil
-	}
-	// On SQLite the statement of a full chunk is parsed once and run for
-	// every full chunk, when ext can prepare it: parsing 4,000
-	// parameters is a good part of running them.
-	exec := func(args ...any) error {
-		_, err := ext.ExecContext(ctx, addManySQLite(len(args)/4), args...)
-		return err
-	}
-	if p, ok := ext.(preparer); ok && len(rows.ids) >= 2*size {
-		stmt, err := p.PrepareContext(ctx, addManySQLite(size))
-		if err != nil {
-			return fmt.Errorf("todolist: add %d items to %q: prepare: %w", len(rows.ids), l.name, err)
-		}
-		defer func() { _ = stmt.Close() }()
-		exec = func(args ...any) error {
-			if len(args) < 4*size {
-				_, err := ext.ExecContext(ctx, addManySQLite(len(args)/4), args...)
-				return err
-			}
-			_, err := stmt.ExecContext(ctx, args...)
-			return err
-		}
-	}
-	args := make([]any, 0, 4*min(size, len(rows.ids)))
-	for start := 0; start < len(rows.ids); start += size {
-		end := min(start+size, len(rows.ids))
-		args = args[:0]
-		for i := start; i < end; i++ {
-			args = append(args, l.name, rows.ids[i], rows.dues[i], rows.dues[i])
-		}
-		if err := exec(args...); err != nil {
-			return l.manyFailed(rows, start, end, err)
-		}
+	if start, err := l.drv.addMany(ctx, ext, l.name, rows, size); err != nil {
+		return l.manyFailed(rows, start, min(start+size, len(rows.ids)), err)
 	}
 	return nil
-}
-
-// preparer is what *sqlx.Tx and *sqlx.DB offer besides sqlx.ExtContext.
-type preparer interface {
-	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 }
 
 func (l *List) manyFailed(rows manyRows, start, end int, err error) error {
 	return fmt.Errorf("todolist: add %d items to %q: items %q to %q: %w", len(rows.ids), l.name, rows.ids[start], rows.ids[end-1], err)
 }
-
-// removeManyPostgres deletes the IDs in $2 from list $1 in one statement;
-// removeCompletedManyPostgres does too and counts the rows it deleted
-// completed, as removeCompleted does one.
-const (
-	removeManyPostgres          = `DELETE FROM todolist_items WHERE list = $1 AND id = ANY($2::text[])`
-	removeCompletedManyPostgres = `WITH gone AS (
-	DELETE FROM todolist_items WHERE list = $1 AND id = ANY($2::text[]) RETURNING 1)
-INSERT INTO todolist_counters (list, completed, failures, parkings)
-SELECT $1, COUNT(*), 0, 0 FROM gone HAVING COUNT(*) > 0` + addCounts
-	// removeIDs is the SQLite delete, completed by batchStatement.
-	removeIDs = `DELETE FROM todolist_items WHERE list = ? AND id IN`
-)
 
 // removeManyTx is [List.RemoveTx] for each of ids, in a statement or two
 // rather than one per ID: those of the items ctx's action works are
@@ -276,46 +170,15 @@ func (l *List) removeManyTx(ctx context.Context, ext sqlx.ExtContext, ids []stri
 	}
 	for start := 0; start < len(plain); start += MaxBatchSize {
 		chunk := plain[start:min(start+MaxBatchSize, len(plain))]
-		var err error
-		if l.q.claimSets {
-			_, err = ext.ExecContext(ctx, removeManyPostgres, l.name, chunk)
-		} else {
-			_, err = l.execIDs(ctx, ext, removeIDs, chunk, l.name)
-		}
-		if err != nil {
+		if err := l.drv.removeMany(ctx, ext, l.name, chunk); err != nil {
 			return fmt.Errorf("todolist: remove %d items from %q: %w", len(chunk), l.name, err)
 		}
 	}
 	for start := 0; start < len(counted); start += MaxBatchSize {
 		chunk := counted[start:min(start+MaxBatchSize, len(counted))]
-		if err := l.removeCompletedMany(ctx, ext, chunk); err != nil {
+		if err := l.drv.removeCompletedMany(ctx, ext, l.name, chunk); err != nil {
 			return fmt.Errorf("todolist: remove %d items from %q and count them completed: %w", len(chunk), l.name, err)
 		}
 	}
 	return nil
-}
-
-// removeCompletedMany is removeCompleted for many IDs.
-func (l *List) removeCompletedMany(ctx context.Context, ext sqlx.ExtContext, ids []string) error {
-	if l.q.claimSets {
-		_, err := ext.ExecContext(ctx, removeCompletedManyPostgres, l.name, ids)
-		return err
-	}
-	r, err := l.execIDs(ctx, ext, removeIDs, ids, l.name)
-	n, err := rowsAffected(r, err)
-	if err != nil || n == 0 {
-		return err
-	}
-	_, err = ext.ExecContext(ctx, l.q.count, l.name, n, 0, 0)
-	return err
-}
-
-// execIDs runs prefix followed by the list of ids, after args, on ext.
-func (l *List) execIDs(ctx context.Context, ext sqlx.ExecerContext, prefix string, ids []string, args ...any) (sql.Result, error) {
-	all := make([]any, 0, len(args)+len(ids))
-	all = append(all, args...)
-	for _, id := range ids {
-		all = append(all, id)
-	}
-	return ext.ExecContext(ctx, batchStatement(l.db, prefix, len(ids)), all...)
 }

@@ -209,18 +209,9 @@ func ReadItems(ctx context.Context, q Querier, list string, parked bool, after C
 WHERE list = ? AND parked = ? AND ` + key + ` >= ? AND (` + key + ` > ? OR id > ?)
 ORDER BY ` + key + `, id LIMIT ?`
 	args := []any{list, flag, at, at, id, limit + 1}
-	if sqldb.DialectOf(q) == sqldb.Postgres && tables["todolist_claims"] {
-		// PostgreSQL's claims are rows of todolist_claims (sql.go): the
-		// page is read first, then each of its items looks up the latest
-		// live claim holding its ID, as List.Get does.
-		query = `SELECT p.id, p.due, p.run_at, p.attempts, p.last_error, p.parked,
-	COALESCE(c.token, ''), COALESCE(c.until, 0)
-FROM (` + query + `) AS p LEFT JOIN LATERAL (
-	SELECT token, until FROM todolist_claims AS c
-	WHERE c.list = ? AND c.until > ? AND p.id = ANY(c.ids) ORDER BY until DESC LIMIT 1) AS c ON true
-ORDER BY p.` + key + `, p.id`
-		args = append(args, list, sqldb.EncodeTime(now))
-	}
+	// The driver judges claims as List.Get does.
+	query, more := driverFor(q).pageQuery(query, key, tables, list, sqldb.EncodeTime(now))
+	args = append(args, more...)
 	rows, err := q.QueryContext(ctx, q.Rebind(query), args...)
 	if err != nil {
 		return Page{}, wrapRead(what, err)

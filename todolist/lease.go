@@ -2,13 +2,9 @@ package todolist
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/passage-of-time/passage/internal/sqldb"
 )
 
 // keeper holds one batch's claim while the batch's actions run. A
@@ -24,9 +20,9 @@ import (
 type keeper struct {
 	p     *Processor
 	token string
-	// ids are the batch's IDs: SQLite renews the rows that still carry
-	// the token.
-	ids []string
+	// batch is what the claim holds, for a driver that renews it row by
+	// row.
+	batch []claimed
 
 	mu   sync.Mutex
 	end  time.Time
@@ -44,12 +40,9 @@ type keeper struct {
 // keep starts renewing the lease of a claimed batch, which ends at end.
 // An empty batch holds nothing and starts no goroutine.
 func (p *Processor) keep(ctx context.Context, token string, batch []claimed, end time.Time) *keeper {
-	k := &keeper{p: p, token: token, end: end}
+	k := &keeper{p: p, token: token, batch: batch, end: end}
 	if len(batch) == 0 {
 		return k
-	}
-	if !p.list.q.claimSets {
-		k.ids = idsOf(batch)
 	}
 	k.stop, k.done = make(chan struct{}), make(chan struct{})
 	go k.run(ctx)
@@ -91,7 +84,7 @@ func (k *keeper) renew(ctx context.Context) bool {
 	if lost != nil {
 		return false
 	}
-	newEnd, held, err := k.p.renewClaim(ctx, k.token, k.ids, end)
+	newEnd, held, err := k.p.renewClaim(ctx, k.token, k.batch, end)
 	if k.p.cfg.renewed != nil {
 		defer k.p.cfg.renewed(held, err)
 	}
@@ -177,43 +170,11 @@ func (k *keeper) report(res *Result) {
 // renewClaim extends the claim of token to a lease from now, if it still
 // holds: held is false when the claim lapsed (end, the last end confirmed,
 // is past) or is gone. err reports a renewal that got no answer.
-func (p *Processor) renewClaim(ctx context.Context, token string, ids []string, end time.Time) (newEnd time.Time, held bool, err error) {
+func (p *Processor) renewClaim(ctx context.Context, token string, batch []claimed, end time.Time) (time.Time, bool, error) {
 	l := p.list
-	if l.q.claimSets {
-		now := p.cfg.clock.Now()
-		newEnd = now.Add(p.cfg.lease)
-		r, err := l.db.ExecContext(ctx, l.q.renew, token, sqldb.EncodeTime(now), sqldb.EncodeTime(newEnd))
-		n, err := rowsAffected(r, err)
-		if err != nil {
-			return time.Time{}, false, fmt.Errorf("todolist: renew the lease of batch %s of %q: %w", token, l.name, err)
-		}
-		return newEnd, n > 0, nil
-	}
-	// SQLite: a claim is on the rows, and rows that are gone (done,
-	// removed) or released (failed) say nothing about whether the others
-	// were taken. The write transaction answers instead: while it holds
-	// SQLite's one write lock no one claims, and before it anyone taking
-	// the items had to see the lease ended, which the clock read inside
-	// it then shows too.
-	tx, err := l.db.BeginTx(ctx, nil)
+	newEnd, held, err := l.drv.renew(ctx, l.db, l.name, token, batch, end, p.cfg.clock, p.cfg.lease)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("todolist: renew the lease of batch %s of %q: %w", token, l.name, err)
 	}
-	defer func() {
-		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-			err = errors.Join(err, rbErr)
-		}
-	}()
-	now := p.cfg.clock.Now()
-	if !now.Before(end) {
-		return time.Time{}, false, nil
-	}
-	newEnd = now.Add(p.cfg.lease)
-	if _, err := p.exec(ctx, tx, renewIDs, ids, sqldb.EncodeTime(newEnd), l.name, token); err != nil {
-		return time.Time{}, false, fmt.Errorf("todolist: renew the lease of batch %s of %q: %w", token, l.name, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return time.Time{}, false, fmt.Errorf("todolist: renew the lease of batch %s of %q: %w", token, l.name, err)
-	}
-	return newEnd, true, nil
+	return newEnd, held, nil
 }

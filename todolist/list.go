@@ -35,9 +35,11 @@ var (
 // A List is safe for concurrent use, and several processes may open the same
 // list at once.
 type List struct {
-	db    *sqlx.DB
-	name  string
-	q     queries
+	db   *sqlx.DB
+	name string
+	q    queries
+	// drv runs the statements in which the databases differ.
+	drv   driver
 	clock clockwork.Clock
 	// addChunk overrides the number of items a statement of AddMany
 	// writes, when positive; tests set it small to cross chunks cheaply.
@@ -114,7 +116,7 @@ func Open(ctx context.Context, db *sqlx.DB, name string, opts ...ListOption) (*L
 	if err := sqldb.Migrate(ctx, db, component, migrations); err != nil {
 		return nil, fmt.Errorf("todolist: open %q: %w", name, err)
 	}
-	l.q = newQueries(db)
+	l.q, l.drv = newQueries(db), driverFor(db)
 	return l, nil
 }
 
@@ -250,33 +252,16 @@ func (l *List) RemoveTx(ctx context.Context, ext sqlx.ExtContext, id string) err
 		}
 		return nil
 	}
-	if err := l.removeCompleted(ctx, ext, id); err != nil {
+	if err := l.drv.removeCompleted(ctx, ext, l.name, id); err != nil {
 		return fmt.Errorf("todolist: remove %q from %q and count it completed: %w", id, l.name, err)
 	}
 	return nil
 }
 
-// removeCompleted deletes id and, if it was there, counts it completed, on
-// ext: in one statement on PostgreSQL, so that completing an item costs
-// its action no round trip more than removing it; in two on SQLite, which
-// cannot write two tables in one statement and runs in process anyway.
-func (l *List) removeCompleted(ctx context.Context, ext sqlx.ExtContext, id string) error {
-	if l.q.claimSets {
-		_, err := ext.ExecContext(ctx, l.q.removeCompleted, l.name, id)
-		return err
-	}
-	r, err := ext.ExecContext(ctx, l.q.remove, l.name, id)
-	n, err := rowsAffected(r, err)
-	if err != nil || n == 0 {
-		return err
-	}
-	_, err = ext.ExecContext(ctx, l.q.count, l.name, n, 0, 0)
-	return err
-}
-
 // Get returns the item with id, or an error wrapping [ErrNotFound].
 func (l *List) Get(ctx context.Context, id string) (Item, error) {
-	items, err := l.query(ctx, l.clock.Now(), l.q.get, l.name, id)
+	rows, err := l.drv.get(ctx, l.db, l.name, id)
+	items, err := l.scan(l.clock.Now(), rows, err)
 	if err != nil {
 		return Item{}, fmt.Errorf("todolist: get %q from %q: %w", id, l.name, err)
 	}
@@ -299,7 +284,8 @@ func (l *List) Due(ctx context.Context, now time.Time, limit int) ([]Item, error
 		return nil, fmt.Errorf("todolist: due items of %q: %w: %d, must be positive", l.name, ErrInvalidLimit, limit)
 	}
 	at := sqldb.EncodeTime(now)
-	items, err := l.query(ctx, now, l.q.due, l.name, at, at, limit)
+	rows, err := l.drv.due(ctx, l.db, l.name, at, at, limit)
+	items, err := l.scan(now, rows, err)
 	if err != nil {
 		return nil, fmt.Errorf("todolist: due items of %q: %w", l.name, err)
 	}
@@ -312,7 +298,8 @@ func (l *List) Parked(ctx context.Context, limit int) ([]Item, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("todolist: parked items of %q: %w: %d, must be positive", l.name, ErrInvalidLimit, limit)
 	}
-	items, err := l.query(ctx, l.clock.Now(), l.q.parked, l.name, limit)
+	rows, err := l.db.QueryContext(ctx, l.q.parked, l.name, limit)
+	items, err := l.scan(l.clock.Now(), rows, err)
 	if err != nil {
 		return nil, fmt.Errorf("todolist: parked items of %q: %w", l.name, err)
 	}
@@ -339,35 +326,14 @@ func (l *List) Reactivate(ctx context.Context, id string) error {
 	return nil
 }
 
-// query reads items, judging their claims live or lapsed at now.
-func (l *List) query(ctx context.Context, now time.Time, query string, args ...any) ([]Item, error) {
-	at := sqldb.EncodeTime(now)
-	rows, err := l.db.QueryContext(ctx, query, args...)
+// scan reads the items of rows, or returns err, judging their claims live
+// or lapsed at now.
+func (l *List) scan(now time.Time, rows *sql.Rows, err error) ([]Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var items []Item
-	for rows.Next() {
-		var (
-			it                       Item
-			due, runAt, claimedUntil int64
-			parked                   int
-			claim                    string
-		)
-		if err := rows.Scan(&it.ID, &due, &runAt, &it.Attempts, &it.LastError, &parked, &claim, &claimedUntil); err != nil {
-			return nil, err
-		}
-		// A live claim holds the item until its lease ends, which is
-		// later than run_at while it holds.
-		it.Parked, it.Claimed = parked == 1, claim != "" && claimedUntil > at
-		it.Due, it.NextAttempt = sqldb.DecodeTime(due), sqldb.DecodeTime(runAt)
-		if it.Claimed {
-			it.NextAttempt = sqldb.DecodeTime(max(runAt, claimedUntil))
-		}
-		items = append(items, it)
-	}
-	return items, rows.Err()
+	items, _, err := scanItems(rows, now, false)
+	return items, err
 }
 
 // nullTime decodes a nullable stored instant; NULL is the zero time.

@@ -3,7 +3,6 @@ package todolist
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,8 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgtype"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
@@ -217,12 +214,12 @@ func (p *Processor) processClaimed(ctx context.Context, start time.Time, res *Re
 		if limit <= 0 {
 			return nil
 		}
-		batch, token, leaseEnd, err := p.claim(ctx, res.Cutoff, limit)
+		batch, token, leaseEnd, record, err := p.claim(ctx, res.Cutoff, limit)
 		if err != nil {
 			return err
 		}
 		res.Claimed += len(batch)
-		stopped, err := p.batch(ctx, batch, token, leaseEnd, start, res)
+		stopped, err := p.batch(ctx, batch, token, leaseEnd, record, start, res)
 		if err != nil {
 			return err
 		}
@@ -247,36 +244,23 @@ func (p *Processor) nextLimit(start time.Time, claimed int) int {
 	return limit
 }
 
-// claimed is an item as a batch holds it.
-type claimed struct {
-	Item
-	// version is the row's xmin on PostgreSQL: it tells the row claimed
-	// from a later version of the item (see sameRow in sql.go).
-	version uint32
-	// ref is the row's ctid on PostgreSQL, which finds it without an
-	// index; zero on SQLite.
-	ref pgtype.TID
-}
-
 // batchDone is what is left to write of one batch's outcome: the items
-// whose action succeeded, to be removed under the batch's token (their
-// IDs, and their refs on PostgreSQL), and the failures and parkings
-// recorded on its items, to be added to the list's totals with the
-// removal. On PostgreSQL held reports that the batch's claim row is still
-// to be deleted, unless lapse asks to leave it to lapse. lease keeps the
-// batch's claim: nothing is written once it is lost.
+// whose action succeeded, to be removed under the batch's token, and the
+// failures and parkings recorded on its items, to be added to the list's
+// totals with the removal. record reports that the claim left a record
+// still to be deleted (see driver.claim), unless lapse asks to leave it
+// to lapse. lease keeps the batch's claim: nothing is written once it is
+// lost.
 type batchDone struct {
 	token              string
 	lease              *keeper
-	ids                []string
-	refs               []pgtype.TID
-	versions           []uint32
+	items              []claimed
 	failures, parkings int
-	held, lapse        bool
+	record, lapse      bool
 }
 
 func (d batchDone) empty() bool {
-	return !d.held && len(d.ids) == 0 && d.failures == 0 && d.parkings == 0
+	return !d.record && len(d.items) == 0 && d.failures == 0 && d.parkings == 0
 }
 
 func (p *Processor) overTime(start time.Time) bool {
@@ -288,12 +272,12 @@ func (p *Processor) overTime(start time.Time) bool {
 // outcome is written only while the lease holds. stopped reports that the
 // tick should end: its time budget is spent, or the lease was lost or ran
 // short.
-func (p *Processor) batch(ctx context.Context, batch []claimed, token string, leaseEnd, start time.Time, res *Result) (stopped bool, err error) {
+func (p *Processor) batch(ctx context.Context, batch []claimed, token string, leaseEnd time.Time, record bool, start time.Time, res *Result) (stopped bool, err error) {
 	k := p.keep(ctx, token, batch, leaseEnd)
 	// Also when an action ends the goroutine (runtime.Goexit, as a
 	// test's t.FailNow or t.Skip does).
 	defer k.close()
-	done, stopped, err := p.work(ctx, batch, k, start, res)
+	done, stopped, err := p.work(ctx, batch, k, record, start, res)
 	k.close() // no renewal while the batch is settled
 	if err == nil {
 		if err = p.settle(ctx, done, res); err != nil && ctx.Err() != nil {
@@ -305,93 +289,27 @@ func (p *Processor) batch(ctx context.Context, batch []claimed, token string, le
 }
 
 // claim takes up to limit items due at cutoff under a fresh token, and
-// returns them earliest due first, with the end of their lease.
-func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int) (batch []claimed, token string, leaseEnd time.Time, err error) {
+// returns them earliest due first, with the end of their lease and
+// whether the claim left a record for the settle to delete.
+func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int) (batch []claimed, token string, leaseEnd time.Time, record bool, err error) {
 	l := p.list
 	token = uuid.NewString()
 	now := p.cfg.clock.Now()
 	leaseEnd = now.Add(p.cfg.lease)
-	args := []any{l.name, sqldb.EncodeTime(cutoff), sqldb.EncodeTime(now), limit, token, sqldb.EncodeTime(leaseEnd), l.name}
-	if l.q.claimSets {
-		// PostgreSQL's claim function takes the list once.
-		args = args[:6]
-	}
-	batch, err = p.claimRows(ctx, args, leaseEnd, limit)
+	batch, record, err = l.drv.claim(ctx, l.db, l.name, sqldb.EncodeTime(cutoff), sqldb.EncodeTime(now), limit, token, leaseEnd)
 	if err != nil {
-		return nil, "", time.Time{}, fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
+		return nil, "", time.Time{}, false, fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
 	}
+	sortBatch(batch)
+	return batch, token, leaseEnd, record, nil
+}
+
+// sortBatch orders a batch as it is worked: earliest due first, then by
+// ID.
+func sortBatch(batch []claimed) {
 	slices.SortFunc(batch, func(a, b claimed) int {
 		return cmp.Or(a.Due.Compare(b.Due), strings.Compare(a.ID, b.ID))
 	})
-	return batch, token, leaseEnd, nil
-}
-
-// claimRows runs the claim statement with args and scans its rows.
-func (p *Processor) claimRows(ctx context.Context, args []any, leaseEnd time.Time, limit int) ([]claimed, error) {
-	if p.list.q.claimSets {
-		return p.claimRowsPostgres(ctx, args, leaseEnd, limit)
-	}
-	rows, err := p.list.db.QueryContext(ctx, p.list.q.claim, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	batch := make([]claimed, 0, min(limit, batchPrealloc))
-	for rows.Next() {
-		it := claimed{Item: Item{NextAttempt: leaseEnd, Claimed: true}}
-		var due int64
-		if err := rows.Scan(&it.ID, &due, &it.Attempts, &it.LastError); err != nil {
-			return nil, err
-		}
-		it.Due = sqldb.DecodeTime(due)
-		batch = append(batch, it)
-	}
-	return batch, rows.Err()
-}
-
-// claimRowsPostgres is claimRows through pgx itself rather than
-// database/sql, which converts every value of every row twice (to a
-// driver value, then to the destination): with 1,000 rows a batch, that
-// was a tenth of a one-worker tick.
-func (p *Processor) claimRowsPostgres(ctx context.Context, args []any, leaseEnd time.Time, limit int) (batch []claimed, err error) {
-	conn, err := p.list.db.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { err = errors.Join(err, conn.Close()) }()
-	err = conn.Raw(func(driverConn any) error {
-		c, ok := driverConn.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("the pgx driver's connection expected, got %T", driverConn)
-		}
-		rows, err := c.Conn().Query(ctx, p.list.q.claim, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		batch = make([]claimed, 0, min(limit, batchPrealloc))
-		var (
-			id, lastError string
-			due           int64
-			attempts      int
-			ref           pgtype.TID
-			version       uint32
-		)
-		for rows.Next() {
-			if err := rows.Scan(&id, &due, &attempts, &lastError, &ref, &version); err != nil {
-				return err
-			}
-			batch = append(batch, claimed{
-				Item: Item{
-					ID: id, Due: sqldb.DecodeTime(due), Attempts: attempts, LastError: lastError,
-					NextAttempt: leaseEnd, Claimed: true,
-				},
-				ref: ref, version: version,
-			})
-		}
-		return rows.Err()
-	})
-	return batch, err
 }
 
 // settle writes what is left of a batch's outcome in one transaction,
@@ -414,96 +332,48 @@ func (p *Processor) settle(ctx context.Context, done batchDone, res *Result) err
 	l := p.list
 	var (
 		n    int
-		held = true
+		held bool
 		err  error
 	)
-	switch {
-	case done.lease.holds(p.cfg.clock.Now()) != nil:
-		// On PostgreSQL the claim row is left to lapse: the next claimer
-		// drops it. The failures were written on the items and count.
-		held = false
+	if done.lease.holds(p.cfg.clock.Now()) != nil {
+		// A claim record is left to lapse: the next claimer drops it. The
+		// failures were written on the items and count.
 		err = p.count(ctx, l.db, 0, done)
-	case l.q.claimSets:
-		settle := l.q.settle
-		if done.lapse {
-			settle = l.q.settleKeep
-		}
-		now := sqldb.EncodeTime(p.cfg.clock.Now())
-		err = l.db.QueryRowContext(ctx, settle, l.name, done.token, nonNil(done.refs), nonNil(done.ids), done.failures, done.parkings, nonNil(done.versions), now).Scan(&n)
-	case len(done.ids) == 0:
-		err = p.count(ctx, l.db, 0, done)
-	default:
-		n, held, err = p.settleSQLite(ctx, done)
+	} else {
+		n, held, err = l.drv.settle(ctx, l.db, settlement{
+			list: l.name, token: done.token, done: done.items,
+			failures: done.failures, parkings: done.parkings, lapse: done.lapse,
+			holds: func() bool { return done.lease.holds(p.cfg.clock.Now()) == nil },
+			now:   p.cfg.clock.Now,
+		})
 	}
 	if err != nil {
 		return fmt.Errorf("todolist: remove done items of %q and count the batch: %w", l.name, err)
 	}
 	if !held {
-		res.Lost += len(done.ids)
+		res.Lost += len(done.items)
 		return nil
 	}
 	return p.released(ctx, done, n, res)
 }
 
-// settleSQLite is settle's delete and count in a transaction: SQLite
-// cannot modify two tables in one statement. held is false, and nothing
-// written but the failures, when the lease had ended: the check is made
-// inside the write transaction, where no one else can claim (see
-// [Processor.renewClaim]).
-func (p *Processor) settleSQLite(ctx context.Context, done batchDone) (removed int, held bool, err error) {
-	l := p.list
-	tx, err := l.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, false, err
-	}
-	defer func() {
-		if err == nil {
-			return
-		}
-		// A failed commit has already ended the transaction.
-		if rbErr := tx.Rollback(); !errors.Is(rbErr, sql.ErrTxDone) {
-			err = errors.Join(err, rbErr)
-		}
-	}()
-	if held = done.lease.holds(p.cfg.clock.Now()) == nil; held {
-		r, err := p.exec(ctx, tx, removeDoneIDs, done.ids, l.name, done.token)
-		if removed, err = rowsAffected(r, err); err != nil {
-			return 0, false, err
-		}
-	}
-	// Only the rows deleted here: those the actions removed themselves
-	// were counted by their removal (see List.RemoveTx).
-	if err := p.count(ctx, tx, removed, done); err != nil {
-		return 0, false, err
-	}
-	return removed, held, tx.Commit()
-}
-
 // count adds completed and the batch's failures and parkings to the
 // list's totals, unless all are zero.
-func (p *Processor) count(ctx context.Context, ext sqlx.ExecerContext, completed int, done batchDone) error {
-	if completed == 0 && done.failures == 0 && done.parkings == 0 {
-		return nil
-	}
-	_, err := ext.ExecContext(ctx, p.list.q.count, p.list.name, completed, done.failures, done.parkings)
-	return err
+func (p *Processor) count(ctx context.Context, ext sqlx.ExtContext, completed int, done batchDone) error {
+	return countBatch(ctx, ext, p.list.name, completed, done.failures, done.parkings)
 }
 
 // released counts the done items that were not removed (n were) as lost
-// outcomes, and releases those among them that were re-added while worked
-// on SQLite: they kept the batch's claim, which hid them until now.
+// outcomes, and releases those among them that a re-add left under the
+// batch's claim, which hid them until now.
 func (p *Processor) released(ctx context.Context, done batchDone, n int, res *Result) error {
-	lost := len(done.ids) - n
+	lost := len(done.items) - n
 	if lost == 0 {
 		return nil
 	}
 	res.Lost += lost
-	if p.list.q.claimSets {
-		return nil
-	}
 	l := p.list
-	r, err := p.exec(ctx, l.db, releaseIDs, done.ids, l.name, done.token)
-	if _, err := rowsAffected(r, err); err != nil {
+	if err := l.drv.releaseReadded(ctx, l.db, l.name, done.token, done.items); err != nil {
 		return fmt.Errorf("todolist: release re-added items of %q: %w", l.name, err)
 	}
 	return nil
@@ -514,9 +384,8 @@ func (p *Processor) released(ctx context.Context, done batchDone, n int, res *Re
 // releases the conflicts in one statement and the items left unstarted in
 // another; failures are written one by one, as each has its own attempt
 // count. stopped reports that the time budget or the lease ended the tick.
-func (p *Processor) work(ctx context.Context, batch []claimed, k *keeper, start time.Time, res *Result) (done batchDone, stopped bool, err error) {
-	done.token, done.lease = k.token, k
-	done.held = p.list.q.claimSets && len(batch) > 0
+func (p *Processor) work(ctx context.Context, batch []claimed, k *keeper, record bool, start time.Time, res *Result) (done batchDone, stopped bool, err error) {
+	done.token, done.lease, done.record = k.token, k, record
 	if p.batchAction != nil {
 		return p.workBatch(ctx, batch, done, res)
 	}
@@ -577,26 +446,12 @@ func (p *Processor) release(ctx context.Context, token string, conflicts, unstar
 		// Released just past the cutoff: the next tick takes them, this
 		// one does not spin on them.
 		next := sqldb.EncodeTime(res.Cutoff) + 1
-		var err error
-		if l.q.claimSets {
-			ids, refs, versions := idsAndRefs(conflicts)
-			_, err = l.db.ExecContext(ctx, l.q.releaseConflicts, next, l.name, token, refs, ids, versions, sqldb.EncodeTime(p.cfg.clock.Now()))
-		} else {
-			_, err = p.exec(ctx, l.db, releaseConflictIDs, idsOf(conflicts), next, l.name, token)
-		}
-		if err != nil {
+		if err := l.drv.releaseConflicts(ctx, l.db, l.name, token, conflicts, next, sqldb.EncodeTime(p.cfg.clock.Now())); err != nil {
 			return fmt.Errorf("todolist: release conflicting items of %q: %w", l.name, err)
 		}
 	}
 	if len(unstarted) > 0 {
-		if l.q.claimSets {
-			// Released with the claim row when the batch is settled, at
-			// the end of this tick.
-			res.Released += len(unstarted)
-			return nil
-		}
-		r, err := p.exec(ctx, l.db, releaseIDs, idsOf(unstarted), l.name, token)
-		n, err := rowsAffected(r, err)
+		n, err := l.drv.releaseUnstarted(ctx, l.db, l.name, token, unstarted)
 		if err != nil {
 			return fmt.Errorf("todolist: release unstarted items of %q: %w", l.name, err)
 		}
@@ -605,57 +460,14 @@ func (p *Processor) release(ctx context.Context, token string, conflicts, unstar
 	return nil
 }
 
-// nonNil returns s, or an empty slice for nil: an empty array, not NULL,
-// which a statement can count.
 // succeeded records that an item's action returned nil: the item is settled
 // with its batch, counted and reported.
 func (p *Processor) succeeded(done *batchDone, it claimed, res *Result) {
-	done.ids = append(done.ids, it.ID)
-	if p.list.q.claimSets {
-		done.refs = append(done.refs, it.ref)
-		done.versions = append(done.versions, it.version)
-	}
+	done.items = append(done.items, it)
 	res.Done++
 	if p.cfg.observer.Done != nil {
 		p.cfg.observer.Done(p.list.name, it.Item)
 	}
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
-func idsOf(items []claimed) []string {
-	ids := make([]string, len(items))
-	for i, it := range items {
-		ids[i] = it.ID
-	}
-	return ids
-}
-
-func idsAndRefs(items []claimed) (ids []string, refs []pgtype.TID, versions []uint32) {
-	refs, versions = make([]pgtype.TID, len(items)), make([]uint32, len(items))
-	for i, it := range items {
-		refs[i], versions[i] = it.ref, it.version
-	}
-	return idsOf(items), refs, versions
-}
-
-// exec runs prefix followed by the list of ids, after args, on ext.
-func (p *Processor) exec(ctx context.Context, ext sqlx.ExecerContext, prefix string, ids []string, args ...any) (sql.Result, error) {
-	return p.list.execIDs(ctx, ext, prefix, ids, args...)
-}
-
-// rowsAffected returns the rows a statement changed, or err.
-func rowsAffected(r sql.Result, err error) (int, error) {
-	if err != nil {
-		return 0, err
-	}
-	n, err := r.RowsAffected()
-	return int(n), err
 }
 
 // run calls the action, turning a panic into an error. The action's ctx
@@ -725,34 +537,16 @@ func (p *Processor) fail(ctx context.Context, done *batchDone, c claimed, actErr
 		return nil
 	}
 	it = p.failedAttempt(it, actErr, now)
-	parked := 0
-	if it.Parked {
-		parked = 1
-	}
 	l := p.list
-	args := []any{it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parked, l.name, it.ID, token}
-	if l.q.claimSets {
-		args = append(args, c.ref, c.version)
-	}
-	args = append(args, sqldb.EncodeTime(now))
-	r, err := l.db.ExecContext(ctx, l.q.fail, args...)
+	recorded, err := l.drv.fail(ctx, l.db, l.name, token, c, it, sqldb.EncodeTime(now))
 	if err != nil {
 		return fmt.Errorf("todolist: record failure of %q in %q: %w", it.ID, l.name, err)
 	}
-	if n, err := r.RowsAffected(); err != nil {
-		return fmt.Errorf("todolist: record failure of %q in %q: %w", it.ID, l.name, err)
-	} else if n == 0 {
+	if !recorded {
 		// Removed, re-claimed after the lease, or re-added: the failure
-		// belongs to the old due time, and a re-added item, which kept
-		// this claim, is released as new work (on PostgreSQL the
-		// statement took it out of the claim row).
+		// belongs to the old due time, and a re-added item is released
+		// as new work.
 		res.Lost++
-		if l.q.claimSets {
-			return nil
-		}
-		if _, err := p.exec(ctx, l.db, releaseIDs, []string{it.ID}, l.name, token); err != nil {
-			return fmt.Errorf("todolist: release re-added %q in %q: %w", it.ID, l.name, err)
-		}
 		return nil
 	}
 	done.failures++
@@ -788,9 +582,11 @@ func (p *Processor) backoff(attempts int) time.Duration {
 func (p *Processor) countBacklog(ctx context.Context, res *Result) error {
 	l := p.list
 	now := sqldb.EncodeTime(p.cfg.clock.Now())
-	if err := l.db.GetContext(ctx, &res.Backlog, l.q.backlog, l.name, sqldb.EncodeTime(res.Cutoff), now); err != nil {
+	n, err := l.drv.backlog(ctx, l.db, l.name, sqldb.EncodeTime(res.Cutoff), now)
+	if err != nil {
 		return fmt.Errorf("todolist: count backlog of %q: %w", l.name, err)
 	}
+	res.Backlog = n
 	return nil
 }
 

@@ -1,13 +1,10 @@
 package todolist
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -148,48 +145,6 @@ func (t *txState) afterCommit(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// pickTxSQLite and pickTxPostgres take a transactional batch: the items
-// ready at the cutoff, earliest run first, skipping those a claim holds.
-// PostgreSQL's locks the rows and skips those another transaction has
-// locked, so processors share a list's due items between them; SQLite's
-// runs under the write lock, which leaves no one to share with. The
-// placeholders are those of the claim: list, cutoff, now, limit.
-const (
-	pickTxSQLite = `SELECT id, due, attempts, last_error FROM todolist_items
-WHERE ` + ready + ` ORDER BY run_at LIMIT ?`
-	pickTxPostgres = `SELECT id, due, attempts, last_error, xmin::text::bigint FROM todolist_items
-WHERE ` + readyPostgres + ` ORDER BY run_at LIMIT $4 FOR UPDATE SKIP LOCKED`
-	// removeTxPostgres deletes the done rows of a transactional batch that
-	// are still the version picked: the list, the IDs and the versions.
-	// A row the action changed in the transaction is a new version.
-	removeTxPostgres = `DELETE FROM todolist_items AS t
-USING unnest($2::text[], $3::bigint[]) AS d(id, version)
-WHERE t.list = $1 AND t.id = d.id AND t.xmin::text::bigint = d.version`
-	// conflictTxPostgres sets the conflicting rows of a transactional
-	// batch, still the versions picked, to run just past the cutoff: the
-	// next run, the list, the IDs and the versions.
-	conflictTxPostgres = `UPDATE todolist_items AS t SET run_at = $1
-FROM unnest($3::text[], $4::bigint[]) AS d(id, version)
-WHERE t.list = $2 AND t.id = d.id AND t.xmin::text::bigint = d.version`
-	// failTx records a failed attempt on an item of a transactional batch.
-	failTx = `UPDATE todolist_items SET attempts = ?, last_error = ?, run_at = ?, parked = ?
-WHERE list = ? AND id = ?`
-	// failTxPostgres is failTx on the row still the version picked, and
-	// not locked by another transaction (one that took the item after a
-	// batch failed as a whole and was rolled back): the version follows.
-	failTxPostgres = `UPDATE todolist_items AS t SET attempts = $1, last_error = $2, run_at = $3, parked = $4
-FROM (SELECT ctid FROM todolist_items
-	WHERE list = $5 AND id = $6 AND xmin::text::bigint = $7 FOR UPDATE SKIP LOCKED) AS h
-WHERE t.ctid = h.ctid`
-	// dueTxSQLite reads back the due times of a batch's items, on SQLite,
-	// where a row has no version: an item whose due time changed is not
-	// the one picked.
-	dueTxSQLite = `SELECT id, due FROM todolist_items WHERE list = ? AND id IN`
-	// conflictTxIDs sets the conflicting items of a transactional batch
-	// to run just past the cutoff, on SQLite: the next run, the list.
-	conflictTxIDs = `UPDATE todolist_items SET run_at = ? WHERE list = ? AND id IN`
-)
-
 // processTx is Process for a transactional batch action: batch after
 // batch, each in a transaction of its own, until none is due, the budget
 // is spent or ctx ends; by as many workers at once as WithWorkers says.
@@ -322,45 +277,14 @@ func ignoreDone(err error) error {
 	return err
 }
 
-// batchPrealloc is the room a batch's slice starts with, growing past it
-// as rows come: a tick usually finds a few items due, and a slice of the
-// whole batch size (1,000 items, 115 KB) made at every tick was three
-// quarters of what a tick of the order example allocated.
-const batchPrealloc = 64
-
 // pickTx reads a batch in tx, earliest due first, then by ID.
 func (p *Processor) pickTx(ctx context.Context, tx *sqlx.Tx, cutoff time.Time, limit int) ([]claimed, error) {
 	l := p.list
-	now := sqldb.EncodeTime(p.cfg.clock.Now())
-	query := l.db.Rebind(pickTxSQLite)
-	if l.q.claimSets {
-		query = pickTxPostgres
-	}
-	rows, err := tx.QueryContext(ctx, query, l.name, sqldb.EncodeTime(cutoff), now, limit)
+	batch, err := l.drv.pickTx(ctx, tx, l.name, sqldb.EncodeTime(cutoff), sqldb.EncodeTime(p.cfg.clock.Now()), limit)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	batch := make([]claimed, 0, min(limit, batchPrealloc))
-	for rows.Next() {
-		var it claimed
-		var due, version int64
-		dest := []any{&it.ID, &due, &it.Attempts, &it.LastError}
-		if l.q.claimSets {
-			dest = append(dest, &version)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-		it.Due, it.version = sqldb.DecodeTime(due), uint32(version)
-		batch = append(batch, it)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	slices.SortFunc(batch, func(a, b claimed) int {
-		return cmp.Or(a.Due.Compare(b.Due), strings.Compare(a.ID, b.ID))
-	})
+	sortBatch(batch)
 	return batch, nil
 }
 
@@ -416,44 +340,27 @@ func (p *Processor) settleTx(ctx context.Context, tx *sqlx.Tx, batch []claimed, 
 			failed = append(failed, it)
 		}
 	}
-	if !l.q.claimSets {
-		// A row has no version on SQLite: one whose due time changed in
-		// the transaction (without going through the list) is new work.
-		var err error
-		if done, err = p.unchanged(ctx, tx, done); err != nil {
-			return err
-		}
-		if conflicts, err = p.unchanged(ctx, tx, conflicts); err != nil {
-			return err
-		}
-		if failed, err = p.unchanged(ctx, tx, failed); err != nil {
-			return err
-		}
+	// Only the items still as picked: one the transaction changed
+	// without going through the list is new work.
+	var err error
+	if done, err = l.drv.unchangedTx(ctx, tx, l.name, done); err != nil {
+		return err
+	}
+	if conflicts, err = l.drv.unchangedTx(ctx, tx, l.name, conflicts); err != nil {
+		return err
+	}
+	if failed, err = l.drv.unchangedTx(ctx, tx, l.name, failed); err != nil {
+		return err
 	}
 	removed := 0
 	if len(done) > 0 {
-		var r sql.Result
-		var err error
-		if l.q.claimSets {
-			ids, versions := idsAndVersions(done)
-			r, err = tx.ExecContext(ctx, removeTxPostgres, l.name, ids, versions)
-		} else {
-			r, err = p.exec(ctx, tx, removeIDs, idsOf(done), l.name)
-		}
-		if removed, err = rowsAffected(r, err); err != nil {
+		if removed, err = l.drv.removeTx(ctx, tx, l.name, done); err != nil {
 			return fmt.Errorf("remove done items: %w", err)
 		}
 	}
 	if len(conflicts) > 0 {
 		next := sqldb.EncodeTime(res.Cutoff) + 1
-		var err error
-		if l.q.claimSets {
-			ids, versions := idsAndVersions(conflicts)
-			_, err = tx.ExecContext(ctx, conflictTxPostgres, next, l.name, ids, versions)
-		} else {
-			_, err = p.exec(ctx, tx, conflictTxIDs, idsOf(conflicts), next, l.name)
-		}
-		if err != nil {
+		if err := l.drv.conflictTx(ctx, tx, l.name, conflicts, next); err != nil {
 			return fmt.Errorf("set conflicting items to run again: %w", err)
 		}
 	}
@@ -467,21 +374,11 @@ func (p *Processor) settleTx(ctx context.Context, tx *sqlx.Tx, batch []claimed, 
 	var counts batchDone
 	for _, f := range failed {
 		it := p.failedAttempt(f.Item, errs[f.ID], now)
-		parked := 0
-		if it.Parked {
-			parked = 1
-		}
-		args := []any{it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parked, l.name, it.ID}
-		query := l.db.Rebind(failTx)
-		if l.q.claimSets {
-			query, args = failTxPostgres, append(args, int64(f.version))
-		}
-		r, err := tx.ExecContext(ctx, query, args...)
-		n, err := rowsAffected(r, err)
+		recorded, err := l.drv.failTx(ctx, tx, l.name, f, it)
 		if err != nil {
 			return fmt.Errorf("record failure of %q: %w", it.ID, err)
 		}
-		if n == 0 {
+		if !recorded {
 			res.Lost++ // another processor has it now
 			continue
 		}
@@ -495,44 +392,6 @@ func (p *Processor) settleTx(ctx context.Context, tx *sqlx.Tx, batch []claimed, 
 		return fmt.Errorf("count the batch: %w", err)
 	}
 	return nil
-}
-
-// unchanged returns the items of batch whose due time in tx is still the
-// one picked, on SQLite.
-func (p *Processor) unchanged(ctx context.Context, tx *sqlx.Tx, batch []claimed) ([]claimed, error) {
-	if len(batch) == 0 {
-		return batch, nil
-	}
-	l := p.list
-	args := make([]any, 0, len(batch)+1)
-	args = append(args, l.name)
-	for _, it := range batch {
-		args = append(args, it.ID)
-	}
-	rows, err := tx.QueryContext(ctx, batchStatement(l.db, dueTxSQLite, len(batch)), args...)
-	if err != nil {
-		return nil, fmt.Errorf("read back due times: %w", err)
-	}
-	defer rows.Close()
-	dues := make(map[string]int64, len(batch))
-	for rows.Next() {
-		var id string
-		var due int64
-		if err := rows.Scan(&id, &due); err != nil {
-			return nil, fmt.Errorf("read back due times: %w", err)
-		}
-		dues[id] = due
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read back due times: %w", err)
-	}
-	kept := batch[:0:0]
-	for _, it := range batch {
-		if due, ok := dues[it.ID]; ok && due == sqldb.EncodeTime(it.Due) {
-			kept = append(kept, it)
-		}
-	}
-	return kept, nil
 }
 
 // failedAttempt is it after a failed attempt at now: its attempts, error,
@@ -582,14 +441,6 @@ func (p *Processor) reportTx(batch []claimed, outcomes []error, state *txState, 
 	}
 }
 
-func idsAndVersions(items []claimed) (ids []string, versions []int64) {
-	ids, versions = make([]string, len(items)), make([]int64, len(items))
-	for i, it := range items {
-		ids[i], versions[i] = it.ID, int64(it.version)
-	}
-	return ids, versions
-}
-
 // HoldTx locks the row of the item id, if the list has it, until ext's
 // transaction ends, on PostgreSQL: a transactional batch then skips the
 // item, and one that already took it is waited for. On SQLite, whose
@@ -598,15 +449,8 @@ func idsAndVersions(items []claimed) (ids []string, versions []int64) {
 // item first, so that it and the batches of a [TxBatchAction] lock their
 // rows in one order: the item, then the rest.
 func (l *List) HoldTx(ctx context.Context, ext sqlx.ExtContext, id string) error {
-	if !l.q.claimSets {
-		return nil
-	}
-	if ext == nil {
-		return fmt.Errorf("todolist: hold %q of %q: %w: ext must not be nil", id, l.name, ErrInvalidArgument)
-	}
-	rows, err := ext.QueryContext(ctx, `SELECT 1 FROM todolist_items WHERE list = $1 AND id = $2 FOR UPDATE`, l.name, id)
-	if err != nil {
+	if err := l.drv.hold(ctx, ext, l.name, id); err != nil {
 		return fmt.Errorf("todolist: hold %q of %q: %w", id, l.name, err)
 	}
-	return rows.Close()
+	return nil
 }
