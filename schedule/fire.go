@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,7 +41,7 @@ func (e *slotError) Unwrap() error { return e.err }
 // already allows for.
 func (s *Scheduler) fireBatch(ctx context.Context, tx *sqlx.Tx, items []todolist.Item) ([]error, error) {
 	now := s.clock.Now()
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT schedule_batch"); err != nil {
+	if err := s.driver.savepoint(ctx, tx, "schedule_batch"); err != nil {
 		return nil, fmt.Errorf("schedule: fire %d slots: %w", len(items), err)
 	}
 	fs, reports, err := s.fireSet(ctx, tx, items, now)
@@ -53,7 +52,7 @@ func (s *Scheduler) fireBatch(ctx context.Context, tx *sqlx.Tx, items []todolist
 		}
 	}
 	if failed := (*slotError)(nil); errors.As(err, &failed) {
-		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT schedule_batch"); err != nil {
+		if err := s.driver.rollbackTo(ctx, tx, "schedule_batch"); err != nil {
 			return nil, fmt.Errorf("schedule: fire %d slots: %w", len(items), err)
 		}
 		outcomes, reports, err = s.fireEach(ctx, tx, items, now, failed)
@@ -62,7 +61,7 @@ func (s *Scheduler) fireBatch(ctx context.Context, tx *sqlx.Tx, items []todolist
 		// and a subtransaction changes get a MultiXact on PostgreSQL,
 		// which the list's index never takes for dead (see
 		// todolist.NewTxBatchProcessor).
-		if _, err = tx.ExecContext(ctx, "RELEASE SAVEPOINT schedule_batch"); err == nil {
+		if err = s.driver.release(ctx, tx, "schedule_batch"); err == nil {
 			err = s.moveOn(ctx, tx, fs, now)
 		}
 	}
@@ -151,7 +150,9 @@ func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.I
 	for i, item := range items {
 		names[i] = item.ID
 	}
-	states, err := s.loadMany(ctx, tx, names)
+	// Not locked: tx holds their items, which every other writer of a
+	// schedule holds first (see load), so none can change them meanwhile.
+	states, err := s.driver.schedulesOf(ctx, tx, names)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -176,7 +177,7 @@ func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.I
 		}
 		fs = append(fs, f)
 	}
-	open, err := s.openRunsOf(ctx, tx, overlapping)
+	open, err := s.driver.openRunsOf(ctx, tx, overlapping)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -210,7 +211,13 @@ func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.I
 			}
 		}
 	}
-	recorded, err := s.recordRuns(ctx, tx, fs)
+	var runs []Run
+	for i := range fs {
+		if fs[i].run.RunID != "" {
+			runs = append(runs, fs[i].run)
+		}
+	}
+	recorded, err := s.driver.insertRuns(ctx, tx, runs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -232,7 +239,7 @@ func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.I
 			running = append(running, f.run.RunID)
 		}
 	}
-	if err := s.markRunning(ctx, tx, running); err != nil {
+	if err := s.driver.markRunning(ctx, tx, running); err != nil {
 		return nil, nil, err
 	}
 	return fs, reports, nil
@@ -278,7 +285,7 @@ func (s *Scheduler) moveOn(ctx context.Context, tx *sqlx.Tx, fs []firing, now ti
 			earlier = append(earlier, item)
 		}
 	}
-	if err := s.recordFiredMany(ctx, tx, moves); err != nil {
+	if err := s.driver.recordFired(ctx, tx, moves); err != nil {
 		return err
 	}
 	if err := s.list.AddManyTx(ctx, tx, later); err != nil {
@@ -295,197 +302,14 @@ func (s *Scheduler) moveOn(ctx context.Context, tx *sqlx.Tx, fs []firing, now ti
 	return nil
 }
 
-// chunk is how many rows one set-wise statement of the scheduler takes on
-// SQLite, whose statements bind at most 32,766 parameters; PostgreSQL's
-// take arrays, so a batch is one statement there whatever its size.
-const chunk = 1000
-
-// inChunks calls f with consecutive parts of n rows, [from, to), of at
-// most size rows each.
-func inChunks(n, size int, f func(from, to int) error) error {
-	for from := 0; from < n; from += size {
-		if err := f(from, min(from+size, n)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (s *Scheduler) postgres() bool { return sqldb.DialectOf(s.db) == sqldb.Postgres }
-
-// chunkSize is the rows a set-wise statement takes on s's database.
-func (s *Scheduler) chunkSize() int {
-	if s.postgres() {
-		return todolist.MaxBatchSize
-	}
-	return chunk
-}
-
-// loadMany reads the rows of the named schedules in tx. They are not
-// locked: tx holds their items, which every other writer of a schedule
-// holds first (see load), so none can change them meanwhile.
-func (s *Scheduler) loadMany(ctx context.Context, tx *sqlx.Tx, names []string) (map[string]state, error) {
-	states := make(map[string]state, len(names))
-	err := inChunks(len(names), s.chunkSize(), func(from, to int) error {
-		var rows []state
-		var err error
-		if s.postgres() {
-			err = tx.SelectContext(ctx, &rows, selectSchedulesOfPostgres, names[from:to])
-		} else {
-			err = tx.SelectContext(ctx, &rows, selectSchedulesIn+` IN (`+placeholders(to-from, "?")+`)`, anys(names[from:to])...)
-		}
-		for _, st := range rows {
-			states[st.Name] = st
-		}
-		return err
-	})
-	return states, err
-}
-
-// openRunsOf counts the open runs of each of the named schedules.
-func (s *Scheduler) openRunsOf(ctx context.Context, tx *sqlx.Tx, names []string) (map[string]int, error) {
-	open := map[string]int{}
-	err := inChunks(len(names), s.chunkSize(), func(from, to int) error {
-		var rows []struct {
-			Schedule string `db:"schedule"`
-			Open     int    `db:"open"`
-		}
-		var err error
-		if s.postgres() {
-			err = tx.SelectContext(ctx, &rows, unfinishedOfPostgres, names[from:to])
-		} else {
-			err = tx.SelectContext(ctx, &rows, unfinishedOf+` IN (`+placeholders(to-from, "?")+`) GROUP BY schedule`, anys(names[from:to])...)
-		}
-		for _, r := range rows {
-			open[r.Schedule] = r.Open
-		}
-		return err
-	})
-	return open, err
-}
-
-// recordRuns inserts the runs of fs that have one and returns the slot
-// ids it inserted: a slot id already there (another replica's run, or
-// one an earlier attempt committed) is left as it was and not returned.
-func (s *Scheduler) recordRuns(ctx context.Context, tx *sqlx.Tx, fs []firing) (map[string]bool, error) {
-	var runs []*Run
-	for i := range fs {
-		if fs[i].run.RunID != "" {
-			runs = append(runs, &fs[i].run)
-		}
-	}
-	recorded := make(map[string]bool, len(runs))
-	err := inChunks(len(runs), s.chunkSize(), func(from, to int) error {
-		part := runs[from:to]
-		var query string
-		var args []any
-		if s.postgres() {
-			cols := struct {
-				slotIDs, runIDs, names []string
-				slots, firedAt         []int64
-				attempts               []int32
-			}{}
-			for _, r := range part {
-				cols.slotIDs = append(cols.slotIDs, r.SlotID)
-				cols.runIDs = append(cols.runIDs, r.RunID)
-				cols.names = append(cols.names, r.Schedule)
-				cols.slots = append(cols.slots, sqldb.EncodeTime(r.Slot))
-				cols.firedAt = append(cols.firedAt, sqldb.EncodeTime(r.FiredAt))
-				cols.attempts = append(cols.attempts, int32(r.Attempt))
-			}
-			query = insertRunsPostgres
-			args = []any{cols.slotIDs, cols.runIDs, cols.names, cols.slots, cols.firedAt, cols.attempts}
-		} else {
-			query = insertRunsSQLite(len(part))
-			args = make([]any, 0, 6*len(part))
-			for _, r := range part {
-				args = append(args, r.SlotID, r.RunID, r.Schedule, sqldb.EncodeTime(r.Slot), sqldb.EncodeTime(r.FiredAt), r.Attempt)
-			}
-		}
-		var ids []string
-		if err := tx.SelectContext(ctx, &ids, query, args...); err != nil {
-			return err
-		}
-		for _, id := range ids {
-			recorded[id] = true
-		}
-		return nil
-	})
-	return recorded, err
-}
-
-// markRunning leaves the runs whose handlers returned ErrStillRunning
-// open.
-func (s *Scheduler) markRunning(ctx context.Context, tx *sqlx.Tx, runIDs []string) error {
-	return inChunks(len(runIDs), s.chunkSize(), func(from, to int) error {
-		var err error
-		if s.postgres() {
-			_, err = tx.ExecContext(ctx, markRunningIn+` = ANY($1)`, runIDs[from:to])
-		} else {
-			_, err = tx.ExecContext(ctx, markRunningIn+` IN (`+placeholders(to-from, "?")+`)`, anys(runIDs[from:to])...)
-		}
-		return err
-	})
-}
-
-// fired is what a firing adds to a schedule's counts, and its next slot.
-type fired struct {
-	name          string
-	runs, skipped int64
-	next          int64
-}
-
-// recordFiredMany is recordFired for many schedules, a statement a chunk.
-func (s *Scheduler) recordFiredMany(ctx context.Context, tx *sqlx.Tx, moves []fired) error {
-	return inChunks(len(moves), s.chunkSize(), func(from, to int) error {
-		part := moves[from:to]
-		if s.postgres() {
-			names := make([]string, len(part))
-			runs, skipped, next := make([]int64, len(part)), make([]int64, len(part)), make([]int64, len(part))
-			for i, m := range part {
-				names[i], runs[i], skipped[i], next[i] = m.name, m.runs, m.skipped, m.next
-			}
-			_, err := tx.ExecContext(ctx, recordFiredPostgres, names, runs, skipped, next)
-			return err
-		}
-		args := make([]any, 0, 4*len(part))
-		for _, m := range part {
-			args = append(args, m.name, m.runs, m.skipped, m.next)
-		}
-		_, err := tx.ExecContext(ctx, recordFiredSQLite(len(part)), args...)
-		return err
-	})
-}
-
 // newRunID returns a fresh run id: a UUID of version 7, whose first bits
 // are the time, so that the runs of a minute go to the end of the run id
-// index instead of all over it (random ids made recording a run a third
-// slower at 100,000 schedules a minute).
+// index instead of all over it (random ids made recording a run markedly
+// slower when many schedules share a minute).
 func newRunID() string {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return uuid.NewString() // no time to be had: random will do
 	}
 	return id.String()
-}
-
-// placeholders returns n copies of row separated by commas.
-func placeholders(n int, row string) string {
-	var b strings.Builder
-	b.Grow(n * (len(row) + 2))
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(row)
-	}
-	return b.String()
-}
-
-func anys(xs []string) []any {
-	out := make([]any, len(xs))
-	for i, x := range xs {
-		out[i] = x
-	}
-	return out
 }

@@ -13,16 +13,8 @@ import (
 // Inspection: read-only functions for status pages and dashboards. Unlike
 // [Open] they never migrate, so they take no write lock and create
 // nothing; a database without the package's tables reads as holding no
-// schedules. They read through a [Querier], so several reads can share one
-// transaction.
-
-// Querier is what the inspection functions read through: a *sqlx.DB, or a
-// *sqlx.Tx for a consistent snapshot of several reads.
-type Querier interface {
-	sqlx.QueryerContext
-	Rebind(string) string
-	DriverName() string
-}
+// schedules. They read through a sqlx.ExtContext: a *sqlx.DB, or a
+// *sqlx.Tx, so that several reads share one consistent snapshot.
 
 // Stored is a schedule as [ReadSchedules] reports it: its [State] and
 // what a page shows beside it.
@@ -71,7 +63,7 @@ func (r RunRecord) Outcome() string {
 
 // ReadSchedules returns every stored schedule, by name, without
 // migrating.
-func ReadSchedules(ctx context.Context, q Querier) ([]Stored, error) {
+func ReadSchedules(ctx context.Context, q sqlx.ExtContext) ([]Stored, error) {
 	tables, err := sqldb.Tables(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("schedule: read schedules: %w", err)
@@ -79,20 +71,14 @@ func ReadSchedules(ctx context.Context, q Querier) ([]Stored, error) {
 	if !tables["schedule_schedules"] || !tables["schedule_runs"] {
 		return nil, nil
 	}
-	var rows []state
-	if err := sqlx.SelectContext(ctx, q, &rows, selectSchedules); err != nil {
+	d := driverFor(q)
+	rows, err := d.schedules(ctx, q)
+	if err != nil {
 		return nil, fmt.Errorf("schedule: read schedules: %w", err)
 	}
-	var open []struct {
-		Schedule string `db:"schedule"`
-		N        int    `db:"n"`
-	}
-	if err := sqlx.SelectContext(ctx, q, &open, `SELECT schedule, COUNT(*) AS n FROM schedule_runs WHERE finished = 0 GROUP BY schedule`); err != nil {
+	openBy, err := d.openRuns(ctx, q)
+	if err != nil {
 		return nil, fmt.Errorf("schedule: read schedules: %w", err)
-	}
-	openBy := make(map[string]int, len(open))
-	for _, o := range open {
-		openBy[o.Schedule] = o.N
 	}
 	out := make([]Stored, len(rows))
 	for i, r := range rows {
@@ -131,7 +117,7 @@ const MaxRunsRead = 1000
 
 // ReadRuns returns the latest runs of a schedule, newest slot first, at
 // most limit; a schedule without runs, or unknown, has none.
-func ReadRuns(ctx context.Context, q Querier, name string, limit int) ([]RunRecord, error) {
+func ReadRuns(ctx context.Context, q sqlx.ExtContext, name string, limit int) ([]RunRecord, error) {
 	if limit <= 0 || limit > MaxRunsRead {
 		return nil, fmt.Errorf("schedule: read runs of %q: limit %d must be 1 to %d", name, limit, MaxRunsRead)
 	}
@@ -142,29 +128,9 @@ func ReadRuns(ctx context.Context, q Querier, name string, limit int) ([]RunReco
 	if !tables["schedule_runs"] {
 		return nil, nil
 	}
-	var rows []struct {
-		SlotID   string `db:"slot_id"`
-		RunID    string `db:"run_id"`
-		Schedule string `db:"schedule"`
-		Slot     int64  `db:"slot"`
-		FiredAt  int64  `db:"fired_at"`
-		Attempt  int    `db:"attempt"`
-		Manual   int    `db:"manual"`
-		Finished int    `db:"finished"`
-	}
-	// The index (schedule, slot) serves the order; fired_at breaks the
-	// ties of manual runs, whose slot is their firing instant, and the run
-	// id those of two runs at one instant (a UUIDv7: the later one
-	// created sorts after), so the order is the same at every read.
-	err = sqlx.SelectContext(ctx, q, &rows, q.Rebind(`SELECT slot_id, run_id, schedule, slot, fired_at, attempt, manual, finished
-FROM schedule_runs WHERE schedule = ? ORDER BY slot DESC, fired_at DESC, run_id DESC LIMIT ?`), name, limit)
+	runs, err := driverFor(q).runsOf(ctx, q, name, limit)
 	if err != nil {
 		return nil, fmt.Errorf("schedule: read runs of %q: %w", name, err)
 	}
-	out := make([]RunRecord, len(rows))
-	for i, r := range rows {
-		out[i] = RunRecord{RunID: r.RunID, SlotID: r.SlotID, Schedule: r.Schedule, Slot: sqldb.DecodeTime(r.Slot), FiredAt: sqldb.DecodeTime(r.FiredAt),
-			Attempt: r.Attempt, Manual: r.Manual != 0, Finished: r.Finished != 0}
-	}
-	return out, nil
+	return runs, nil
 }

@@ -14,12 +14,6 @@ import (
 // waits for it on SQLite.
 const pruneChunk = 10_000
 
-// pruneRuns deletes a chunk of the finished runs whose slot is before a
-// time. The subquery, not DELETE … LIMIT, which SQLite builds leave out
-// by default and PostgreSQL does not have.
-const pruneRuns = `DELETE FROM schedule_runs WHERE slot_id IN (
-	SELECT slot_id FROM schedule_runs WHERE finished = 1 AND slot < ? LIMIT ?)`
-
 // PruneRuns deletes the recorded runs, of every schedule, whose slot is
 // before before, and returns how many it deleted. Nothing else deletes
 // them: a run is a row, and 100,000 schedules firing every minute record
@@ -45,14 +39,9 @@ func (s *Scheduler) pruneRuns(ctx context.Context, before time.Time, chunk int) 
 	if before.After(s.clock.Now()) {
 		return 0, fmt.Errorf("schedule: prune runs: %s is in the future", tick.FormatTime(before))
 	}
-	query := s.db.Rebind(pruneRuns)
 	var pruned int64
 	for {
-		res, err := s.db.ExecContext(ctx, query, sqldb.EncodeTime(before), chunk)
-		if err != nil {
-			return pruned, fmt.Errorf("schedule: prune runs before %s: %w", tick.FormatTime(before), err)
-		}
-		n, err := res.RowsAffected()
+		n, err := s.driver.pruneRuns(ctx, s.db, sqldb.EncodeTime(before), chunk)
 		if err != nil {
 			return pruned, fmt.Errorf("schedule: prune runs before %s: %w", tick.FormatTime(before), err)
 		}

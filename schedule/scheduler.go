@@ -3,7 +3,6 @@ package schedule
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -176,6 +175,7 @@ type SlotsSkipped struct {
 // from being recorded twice.
 type Scheduler struct {
 	db        *sqlx.DB
+	driver    driver
 	list      *todolist.List
 	handler   Handler
 	clock     clockwork.Clock
@@ -263,6 +263,7 @@ func Open(ctx context.Context, db *sqlx.DB, handler Handler, opts ...Option) (*S
 		return nil, fmt.Errorf("schedule: open: %w", err)
 	}
 	s.list = list
+	s.driver = driverFor(db)
 	return s, nil
 }
 
@@ -442,25 +443,16 @@ type state struct {
 	Overlap  string `db:"overlap"`
 }
 
-// load reads a schedule's row in tx. On PostgreSQL it locks the
-// schedule's item, then its row, so that a firing, a Sync and a Pause of
-// the same schedule take turns (SQLite's write transactions already do),
-// and lock in one order: a batch of firings holds its items from the
-// moment it takes them, and only then writes the schedules' rows.
+// load reads a schedule's row in tx and locks it: its item first, then
+// its row (the driver's lockSchedule), so that a firing, a Sync and a
+// Pause of the same schedule take turns and lock in one order: a batch of
+// firings holds its items from the moment it takes them, and only then
+// writes the schedules' rows.
 func (s *Scheduler) load(ctx context.Context, tx *sqlx.Tx, name string) (state, bool, error) {
-	var st state
-	query := selectSchedule
-	if s.postgres() {
-		if err := s.list.HoldTx(ctx, tx, name); err != nil {
-			return st, false, err
-		}
-		query += " FOR UPDATE"
+	if err := s.list.HoldTx(ctx, tx, name); err != nil {
+		return state{}, false, err
 	}
-	err := tx.GetContext(ctx, &st, s.db.Rebind(query), name)
-	if errors.Is(err, sql.ErrNoRows) {
-		return st, false, nil
-	}
-	return st, err == nil, err
+	return s.driver.lockSchedule(ctx, tx, name)
 }
 
 // sync stores one definition in tx and reports "added", "changed" or
@@ -475,13 +467,9 @@ func (s *Scheduler) sync(ctx context.Context, tx *sqlx.Tx, d Definition) (string
 		return "unchanged", nil
 	}
 	next := d.nextAfter(s.clock.Now(), st.Runs)
-	until := int64(0)
-	if !d.Until.IsZero() {
-		until = sqldb.EncodeTime(d.Until)
-	}
 	outcome := "added"
 	if !found {
-		_, err = tx.ExecContext(ctx, tx.Rebind(insertSchedule), d.Name, d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next), int64(d.Jitter), d.Overlap.String())
+		err = s.driver.insertSchedule(ctx, tx, d.row(next))
 	} else {
 		outcome = "changed"
 		if st.Paused != 0 {
@@ -489,11 +477,11 @@ func (s *Scheduler) sync(ctx context.Context, tx *sqlx.Tx, d Definition) (string
 		} else if st.NextSlot != 0 && !sqldb.DecodeTime(st.NextSlot).After(s.clock.Now()) {
 			// The old definition's slot had come but not fired yet; the
 			// new one counts from now, so that slot is skipped: say so.
-			if _, err := tx.ExecContext(ctx, tx.Rebind(recordFired), 0, 1, st.NextSlot, d.Name); err != nil {
+			if err := s.driver.recordFired(ctx, tx, []fired{{name: d.Name, skipped: 1, next: st.NextSlot}}); err != nil {
 				return "", err
 			}
 		}
-		_, err = tx.ExecContext(ctx, tx.Rebind(updateDefinition), d.Spec.String(), hash, d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, until, encodeSlot(next), int64(d.Jitter), d.Overlap.String(), d.Name)
+		err = s.driver.updateDefinition(ctx, tx, d.row(next))
 		if err == nil {
 			// Remove first: a re-add never brings an item forward.
 			err = s.list.RemoveTx(ctx, tx, d.Name)
@@ -527,6 +515,12 @@ func (d Definition) nextAfter(t time.Time, runs int64) time.Time {
 		return time.Time{}
 	}
 	return n
+}
+
+// row is d as stored, its next slot next.
+func (d Definition) row(next time.Time) state {
+	return state{Name: d.Name, Spec: d.Spec.String(), Hash: d.hash(), Command: d.Command, Payload: d.Payload, CatchUp: policyText(d.CatchUp),
+		MaxRuns: d.MaxRuns, Until: untilOf(d), NextSlot: encodeSlot(next), Jitter: int64(d.Jitter), Overlap: d.Overlap.String()}
 }
 
 func encodeSlot(t time.Time) int64 {
@@ -686,18 +680,18 @@ func (s *Scheduler) fireEach(ctx context.Context, tx *sqlx.Tx, items []todolist.
 				outcomes[i] = slotFailed(item, failed.err)
 				continue
 			}
-			if _, err := tx.ExecContext(ctx, "SAVEPOINT schedule_slot"); err != nil {
+			if err := s.driver.savepoint(ctx, tx, "schedule_slot"); err != nil {
 				return err
 			}
 			before := len(reports)
 			if err := s.fireIn(ctx, tx, item, now, &reports); err != nil {
 				reports = reports[:before] // rolled back with the slot
-				if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT schedule_slot"); rerr != nil {
+				if rerr := s.driver.rollbackTo(ctx, tx, "schedule_slot"); rerr != nil {
 					return rerr
 				}
 				outcomes[i] = slotFailed(item, err)
 			}
-			if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT schedule_slot"); err != nil {
+			if err := s.driver.release(ctx, tx, "schedule_slot"); err != nil {
 				return err
 			}
 		}
@@ -734,31 +728,31 @@ func (s *Scheduler) fireIn(ctx context.Context, tx *sqlx.Tx, item todolist.Item,
 		*reports = append(*reports, SlotsSkipped{Schedule: st.Name, From: p.skipFrom, To: p.skipTo, Count: p.skipped, Policy: policyName(d.CatchUp)})
 	}
 	if !p.fire.IsZero() && d.Overlap != AllowOverlap {
-		open, err := s.openRuns(ctx, tx, st.Name)
+		runs, err := s.driver.openRunsOf(ctx, tx, []string{st.Name})
 		if err != nil {
 			return err
 		}
-		switch {
+		switch open := runs[st.Name]; {
 		case open > 0 && d.Overlap == SkipOverlap:
 			*reports = append(*reports, SlotsSkipped{Schedule: st.Name, From: p.fire, To: p.fire, Count: 1, Policy: "overlap"})
 			p.skipped++
 			p.fire = time.Time{}
 		case open > 0 && d.Overlap == BufferOne:
 			// Keep the slot; look again soon, or when Finish says.
-			if _, err := tx.ExecContext(ctx, tx.Rebind(recordFired), 0, p.skipped, encodeSlot(p.fire), st.Name); err != nil {
+			if err := s.driver.recordFired(ctx, tx, []fired{{name: st.Name, skipped: p.skipped, next: encodeSlot(p.fire)}}); err != nil {
 				return err
 			}
 			return s.list.AddTx(ctx, tx, st.Name, now.Add(bufferRecheck))
 		}
 	}
-	fired := int64(0)
+	ran := int64(0)
 	if !p.fire.IsZero() && (d.MaxRuns == 0 || st.Runs < int64(d.MaxRuns)) {
-		ran, err := s.run(ctx, tx, st, p.fire, item.Attempts+1)
+		r, err := s.record(ctx, tx, st, p.fire, item.Attempts+1)
 		if err != nil {
 			return err
 		}
-		if ran {
-			fired = 1
+		if r.RunID != "" {
+			ran = 1
 		}
 	}
 	after := p.fire
@@ -768,8 +762,8 @@ func (s *Scheduler) fireIn(ctx context.Context, tx *sqlx.Tx, item todolist.Item,
 			after = overlapped
 		}
 	}
-	next := d.nextAfter(after, st.Runs+fired)
-	if _, err := tx.ExecContext(ctx, tx.Rebind(recordFired), fired, p.skipped, encodeSlot(next), st.Name); err != nil {
+	next := d.nextAfter(after, st.Runs+ran)
+	if err := s.driver.recordFired(ctx, tx, []fired{{name: st.Name, runs: ran, skipped: p.skipped, next: encodeSlot(next)}}); err != nil {
 		return err
 	}
 	if next.IsZero() {
@@ -798,18 +792,11 @@ func policyName(p tick.CatchUp) string {
 	return "latest-only"
 }
 
-// run records a run of slot and hands it to the handler, in tx. It reports
-// false when the slot already has a run (another replica, or an earlier
-// attempt that committed).
-func (s *Scheduler) run(ctx context.Context, tx *sqlx.Tx, st state, slot time.Time, attempt int) (bool, error) {
-	r, err := s.record(ctx, tx, st, slot, attempt)
-	return r.RunID != "", err
-}
-
-// record is run's work: the run it made, or a zero Run when the slot had
-// one already.
+// record records a run of slot and hands it to the handler, in tx: the
+// run it made, or a zero Run when the slot had one already (another
+// replica, or an earlier attempt that committed).
 func (s *Scheduler) record(ctx context.Context, tx *sqlx.Tx, st state, slot time.Time, attempt int) (Run, error) {
-	r := Run{
+	return s.recordRun(ctx, tx, Run{
 		RunID:    newRunID(),
 		SlotID:   SlotID(st.Name, slot),
 		Schedule: st.Name,
@@ -818,30 +805,26 @@ func (s *Scheduler) record(ctx context.Context, tx *sqlx.Tx, st state, slot time
 		Attempt:  attempt,
 		Command:  st.Command,
 		Payload:  st.Payload,
-	}
-	res, err := tx.ExecContext(ctx, tx.Rebind(insertRun), r.SlotID, r.RunID, r.Schedule, sqldb.EncodeTime(slot), sqldb.EncodeTime(r.FiredAt), attempt, 0)
-	if err != nil {
-		return Run{}, err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
+	})
+}
+
+// recordRun records r and hands it to the handler, in tx, leaving it open
+// when the handler says it goes on; it returns a zero Run when r's slot
+// had a run already.
+func (s *Scheduler) recordRun(ctx context.Context, tx *sqlx.Tx, r Run) (Run, error) {
+	recorded, err := s.driver.insertRuns(ctx, tx, []Run{r})
+	if err != nil || !recorded[r.SlotID] {
 		return Run{}, err
 	}
 	if err := s.callHandler(ctx, tx, r); err != nil {
 		if !errors.Is(err, ErrStillRunning) {
 			return Run{}, err
 		}
-		if _, err := tx.ExecContext(ctx, tx.Rebind(markRunning), r.RunID); err != nil {
+		if err := s.driver.markRunning(ctx, tx, []string{r.RunID}); err != nil {
 			return Run{}, err
 		}
 	}
 	return r, nil
-}
-
-// openRuns counts the schedule's runs still open.
-func (s *Scheduler) openRuns(ctx context.Context, tx *sqlx.Tx, name string) (int, error) {
-	var n int
-	err := tx.GetContext(ctx, &n, tx.Rebind(unfinished), name)
-	return n, err
 }
 
 func lastOverlap(reports []SlotsSkipped) time.Time {
@@ -860,19 +843,16 @@ func lastOverlap(reports []SlotsSkipped) time.Time {
 // ErrUnknownRun.
 func (s *Scheduler) Finish(ctx context.Context, runID string) error {
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
-		var run struct {
-			Schedule string `db:"schedule"`
-			Finished int    `db:"finished"`
-		}
-		if err := tx.GetContext(ctx, &run, tx.Rebind(runByID), runID); errors.Is(err, sql.ErrNoRows) {
+		schedule, finished, found, err := s.driver.runOf(ctx, tx, runID)
+		if err == nil && !found {
 			return fmt.Errorf("%w: %q", ErrUnknownRun, runID)
-		} else if err != nil || run.Finished != 0 {
+		} else if err != nil || finished {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, tx.Rebind(finishRun), runID); err != nil {
+		if err := s.driver.finishRun(ctx, tx, runID); err != nil {
 			return err
 		}
-		st, found, err := s.load(ctx, tx, run.Schedule)
+		st, found, err := s.load(ctx, tx, schedule)
 		if err != nil || !found || st.Paused != 0 || st.NextSlot == 0 {
 			return err
 		}
@@ -944,8 +924,8 @@ func stateOf(r state) State {
 
 // List returns every stored schedule, by name.
 func (s *Scheduler) List(ctx context.Context) ([]State, error) {
-	var rows []state
-	if err := sqlx.SelectContext(ctx, s.db, &rows, selectSchedules); err != nil {
+	rows, err := s.driver.schedules(ctx, s.db)
+	if err != nil {
 		return nil, fmt.Errorf("schedule: list: %w", err)
 	}
 	out := make([]State, len(rows))
@@ -962,7 +942,7 @@ func (s *Scheduler) List(ctx context.Context) ([]State, error) {
 // taken off the to-do list. Pausing a paused schedule changes nothing.
 func (s *Scheduler) Pause(ctx context.Context, name string) error {
 	return s.change(ctx, "pause", name, func(tx *sqlx.Tx, st state) error {
-		if _, err := tx.ExecContext(ctx, tx.Rebind(setPaused), 1, 0, name); err != nil {
+		if err := s.driver.setPaused(ctx, tx, name, true, 0); err != nil {
 			return err
 		}
 		return s.list.RemoveTx(ctx, tx, name)
@@ -982,7 +962,7 @@ func (s *Scheduler) Resume(ctx context.Context, name string) error {
 			return err
 		}
 		next := d.nextAfter(s.clock.Now(), st.Runs)
-		if _, err := tx.ExecContext(ctx, tx.Rebind(setPaused), 0, encodeSlot(next), name); err != nil {
+		if err := s.driver.setPaused(ctx, tx, name, false, encodeSlot(next)); err != nil {
 			return err
 		}
 		if next.IsZero() {
@@ -995,7 +975,7 @@ func (s *Scheduler) Resume(ctx context.Context, name string) error {
 // Delete removes a schedule and its next slot; its runs stay recorded.
 func (s *Scheduler) Delete(ctx context.Context, name string) error {
 	err := s.change(ctx, "delete", name, func(tx *sqlx.Tx, st state) error {
-		if _, err := tx.ExecContext(ctx, tx.Rebind(deleteSched), name); err != nil {
+		if err := s.driver.deleteSchedule(ctx, tx, name); err != nil {
 			return err
 		}
 		return s.list.RemoveTx(ctx, tx, name)
@@ -1026,18 +1006,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (Run, error) {
 func (s *Scheduler) manualRun(ctx context.Context, tx *sqlx.Tx, st state, now time.Time) (Run, error) {
 	r := Run{RunID: newRunID(), Schedule: st.Name, Slot: now, FiredAt: now, Attempt: 1, Manual: true, Command: st.Command, Payload: st.Payload}
 	r.SlotID = st.Name + "@manual/" + r.RunID
-	if _, err := tx.ExecContext(ctx, tx.Rebind(insertRun), r.SlotID, r.RunID, r.Schedule, sqldb.EncodeTime(now), sqldb.EncodeTime(now), 1, 1); err != nil {
-		return Run{}, err
-	}
-	if err := s.callHandler(ctx, tx, r); err != nil {
-		if !errors.Is(err, ErrStillRunning) {
-			return Run{}, err
-		}
-		if _, err := tx.ExecContext(ctx, tx.Rebind(markRunning), r.RunID); err != nil {
-			return Run{}, err
-		}
-	}
-	return r, nil
+	return s.recordRun(ctx, tx, r)
 }
 
 // change runs f on a schedule's row in one transaction.

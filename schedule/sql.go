@@ -1,6 +1,14 @@
 package schedule
 
-import "github.com/passage-of-time/passage/internal/sqldb"
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
+)
 
 // The schema: one row per schedule (its spec's text and hash, the command
 // it sends, its policies and its state), and one row per run. A run's slot
@@ -74,83 +82,158 @@ CREATE INDEX schedule_runs_unfinished ON schedule_runs (schedule) WHERE finished
 // listName is the to-do list holding every schedule's next slot.
 const listName = "passage-schedules"
 
+// The statements every driver shares, written with ? and rebound to the
+// database's placeholders; a driver's own statements (the set-wise ones,
+// the locking read) are in its file.
 const (
-	selectSchedule = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot, jitter, overlap
-FROM schedule_schedules WHERE name = ?`
-	selectSchedules = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot, jitter, overlap
-FROM schedule_schedules ORDER BY name`
-	insertSchedule = `INSERT INTO schedule_schedules (name, spec, hash, command, payload, catch_up, max_runs, until, next_slot, jitter, overlap)
+	scheduleColumns = `name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot, jitter, overlap`
+	selectSchedule  = `SELECT ` + scheduleColumns + ` FROM schedule_schedules WHERE name = ?`
+	selectSchedules = `SELECT ` + scheduleColumns + ` FROM schedule_schedules ORDER BY name`
+	insertSchedule  = `INSERT INTO schedule_schedules (name, spec, hash, command, payload, catch_up, max_runs, until, next_slot, jitter, overlap)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	updateDefinition = `UPDATE schedule_schedules
 SET spec = ?, hash = ?, command = ?, payload = ?, catch_up = ?, max_runs = ?, until = ?, next_slot = ?, jitter = ?, overlap = ?
 WHERE name = ?`
-	insertRun = `INSERT INTO schedule_runs (slot_id, run_id, schedule, slot, fired_at, attempt, manual)
-VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (slot_id) DO NOTHING`
-	recordFired = `UPDATE schedule_schedules SET runs = runs + ?, skipped = skipped + ?, next_slot = ? WHERE name = ?`
 	setPaused   = `UPDATE schedule_schedules SET paused = ?, next_slot = ? WHERE name = ?`
 	deleteSched = `DELETE FROM schedule_schedules WHERE name = ?`
-	unfinished  = `SELECT COUNT(*) FROM schedule_runs WHERE schedule = ? AND finished = 0`
-	markRunning = `UPDATE schedule_runs SET finished = 0 WHERE run_id = ?`
 	finishRun   = `UPDATE schedule_runs SET finished = 1 WHERE run_id = ? AND finished = 0`
 	runByID     = `SELECT schedule, finished FROM schedule_runs WHERE run_id = ?`
+	openRuns    = `SELECT schedule, COUNT(*) AS n FROM schedule_runs WHERE finished = 0 GROUP BY schedule`
+	// The index (schedule, slot) serves the order; fired_at breaks the
+	// ties of manual runs, whose slot is their firing instant, and the run
+	// id those of two runs at one instant (a UUIDv7: the later one
+	// created sorts after), so the order is the same at every read.
+	selectRuns = `SELECT slot_id, run_id, schedule, slot, fired_at, attempt, manual, finished
+FROM schedule_runs WHERE schedule = ? ORDER BY slot DESC, fired_at DESC, run_id DESC LIMIT ?`
+	// The subquery, not DELETE … LIMIT, which SQLite builds leave out by
+	// default and PostgreSQL does not have.
+	pruneRuns = `DELETE FROM schedule_runs WHERE slot_id IN (
+	SELECT slot_id FROM schedule_runs WHERE finished = 1 AND slot < ? LIMIT ?)`
 )
 
-// The set-wise statements of fireSet: each takes a chunk of a batch's
-// rows, as arrays on PostgreSQL and as a list of rows on SQLite.
-const (
-	selectSchedulesIn = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot, jitter, overlap
-FROM schedule_schedules WHERE name`
-	unfinishedOf       = `SELECT schedule, COUNT(*) AS open FROM schedule_runs WHERE finished = 0 AND schedule`
-	markRunningIn      = `UPDATE schedule_runs SET finished = 0 WHERE run_id`
-	insertRunsPostgres = `INSERT INTO schedule_runs (slot_id, run_id, schedule, slot, fired_at, attempt, manual)
-SELECT r.slot_id, r.run_id, r.schedule, r.slot, r.fired_at, r.attempt, 0
-FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::int[]) AS r(slot_id, run_id, schedule, slot, fired_at, attempt)
-ON CONFLICT (slot_id) DO NOTHING RETURNING slot_id`
-	recordFiredPostgres = `UPDATE schedule_schedules AS s
-SET runs = s.runs + f.runs, skipped = s.skipped + f.skipped, next_slot = f.next_slot
-FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[]) AS f(name, runs, skipped, next_slot)
-WHERE s.name = f.name`
-)
+// portable is the part of a driver whose SQL every database takes as it
+// is; each driver embeds it.
+type portable struct{}
 
-// On PostgreSQL the set-wise reads take their names as an array joined
-// with unnest, not as "name = ANY($1)": over a table the planner had no
-// statistics for yet (one Sync had just filled it), ANY took 137 s to
-// read back the hashes of 100,000 schedules in chunks of 10,000, as if
-// each row were tested against the whole array; the join takes 0.5 s.
-const (
-	selectSchedulesOfPostgres = `SELECT name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot, jitter, overlap
-FROM unnest($1::text[]) AS w(wanted) JOIN schedule_schedules ON name = wanted`
-	unfinishedOfPostgres = `SELECT schedule, COUNT(*) AS open
-FROM unnest($1::text[]) AS w(wanted) JOIN schedule_runs ON schedule = wanted WHERE finished = 0 GROUP BY schedule`
-	selectHashesOfPostgres = `SELECT name, hash FROM unnest($1::text[]) AS w(wanted) JOIN schedule_schedules ON name = wanted`
-)
-
-// The set-wise statements of Sync (see syncAll).
-const (
-	selectHashesIn          = `SELECT name, hash FROM schedule_schedules WHERE name`
-	insertSchedulesPostgres = `INSERT INTO schedule_schedules (name, spec, hash, command, payload, catch_up, max_runs, until, next_slot, jitter, overlap)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[])
-ON CONFLICT (name) DO NOTHING RETURNING name`
-)
-
-// insertSchedulesSQLite stores n new schedules, returning the names it
-// inserted.
-func insertSchedulesSQLite(n int) string {
-	return `INSERT INTO schedule_schedules (name, spec, hash, command, payload, catch_up, max_runs, until, next_slot, jitter, overlap) VALUES ` +
-		placeholders(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)") + ` ON CONFLICT (name) DO NOTHING RETURNING name`
+// getSchedule reads the row query selects for name.
+func (portable) getSchedule(ctx context.Context, q sqlx.ExtContext, query, name string) (state, bool, error) {
+	var st state
+	err := sqlx.GetContext(ctx, q, &st, q.Rebind(query), name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, false, nil
+	}
+	return st, err == nil, err
 }
 
-// insertRunsSQLite inserts n runs, returning the slot ids it inserted.
-func insertRunsSQLite(n int) string {
-	return `INSERT INTO schedule_runs (slot_id, run_id, schedule, slot, fired_at, attempt, manual) VALUES ` +
-		placeholders(n, "(?, ?, ?, ?, ?, ?, 0)") + ` ON CONFLICT (slot_id) DO NOTHING RETURNING slot_id`
+func (portable) schedules(ctx context.Context, q sqlx.ExtContext) ([]state, error) {
+	var rows []state
+	err := sqlx.SelectContext(ctx, q, &rows, selectSchedules)
+	return rows, err
 }
 
-// recordFiredSQLite is recordFired for n schedules; a row of VALUES is
-// named column1, column2, … by SQLite.
-func recordFiredSQLite(n int) string {
-	return `UPDATE schedule_schedules
-SET runs = runs + f.column2, skipped = skipped + f.column3, next_slot = f.column4
-FROM (VALUES ` + placeholders(n, "(?, ?, ?, ?)") + `) AS f
-WHERE schedule_schedules.name = f.column1`
+// definitionArgs are a row's definition and next slot, in the order of
+// insertSchedule's and updateDefinition's columns after the name.
+func definitionArgs(row state) []any {
+	return []any{row.Spec, row.Hash, row.Command, row.Payload, row.CatchUp, row.MaxRuns, row.Until, row.NextSlot, row.Jitter, row.Overlap}
+}
+
+func (portable) insertSchedule(ctx context.Context, q sqlx.ExtContext, row state) error {
+	_, err := q.ExecContext(ctx, q.Rebind(insertSchedule), append([]any{row.Name}, definitionArgs(row)...)...)
+	return err
+}
+
+func (portable) updateDefinition(ctx context.Context, q sqlx.ExtContext, row state) error {
+	_, err := q.ExecContext(ctx, q.Rebind(updateDefinition), append(definitionArgs(row), row.Name)...)
+	return err
+}
+
+func (portable) setPaused(ctx context.Context, q sqlx.ExtContext, name string, paused bool, next int64) error {
+	flag := 0
+	if paused {
+		flag = 1
+	}
+	_, err := q.ExecContext(ctx, q.Rebind(setPaused), flag, next, name)
+	return err
+}
+
+func (portable) deleteSchedule(ctx context.Context, q sqlx.ExtContext, name string) error {
+	_, err := q.ExecContext(ctx, q.Rebind(deleteSched), name)
+	return err
+}
+
+func (portable) finishRun(ctx context.Context, q sqlx.ExtContext, runID string) error {
+	_, err := q.ExecContext(ctx, q.Rebind(finishRun), runID)
+	return err
+}
+
+func (portable) runOf(ctx context.Context, q sqlx.ExtContext, runID string) (string, bool, bool, error) {
+	var run struct {
+		Schedule string `db:"schedule"`
+		Finished int    `db:"finished"`
+	}
+	err := sqlx.GetContext(ctx, q, &run, q.Rebind(runByID), runID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, false, nil
+	}
+	return run.Schedule, run.Finished != 0, err == nil, err
+}
+
+func (portable) openRuns(ctx context.Context, q sqlx.ExtContext) (map[string]int, error) {
+	var rows []struct {
+		Schedule string `db:"schedule"`
+		N        int    `db:"n"`
+	}
+	if err := sqlx.SelectContext(ctx, q, &rows, openRuns); err != nil {
+		return nil, err
+	}
+	open := make(map[string]int, len(rows))
+	for _, r := range rows {
+		open[r.Schedule] = r.N
+	}
+	return open, nil
+}
+
+func (portable) runsOf(ctx context.Context, q sqlx.ExtContext, name string, limit int) ([]RunRecord, error) {
+	var rows []struct {
+		SlotID   string `db:"slot_id"`
+		RunID    string `db:"run_id"`
+		Schedule string `db:"schedule"`
+		Slot     int64  `db:"slot"`
+		FiredAt  int64  `db:"fired_at"`
+		Attempt  int    `db:"attempt"`
+		Manual   int    `db:"manual"`
+		Finished int    `db:"finished"`
+	}
+	if err := sqlx.SelectContext(ctx, q, &rows, q.Rebind(selectRuns), name, limit); err != nil {
+		return nil, err
+	}
+	out := make([]RunRecord, len(rows))
+	for i, r := range rows {
+		out[i] = RunRecord{RunID: r.RunID, SlotID: r.SlotID, Schedule: r.Schedule, Slot: sqldb.DecodeTime(r.Slot), FiredAt: sqldb.DecodeTime(r.FiredAt),
+			Attempt: r.Attempt, Manual: r.Manual != 0, Finished: r.Finished != 0}
+	}
+	return out, nil
+}
+
+func (portable) pruneRuns(ctx context.Context, q sqlx.ExtContext, before int64, limit int) (int64, error) {
+	res, err := q.ExecContext(ctx, q.Rebind(pruneRuns), before, limit)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (portable) savepoint(ctx context.Context, tx *sqlx.Tx, name string) error {
+	_, err := tx.ExecContext(ctx, "SAVEPOINT "+name)
+	return err
+}
+
+func (portable) rollbackTo(ctx context.Context, tx *sqlx.Tx, name string) error {
+	_, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+name)
+	return err
+}
+
+func (portable) release(ctx context.Context, tx *sqlx.Tx, name string) error {
+	_, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name)
+	return err
 }

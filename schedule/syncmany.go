@@ -15,8 +15,8 @@ import (
 
 // syncAll is Sync's work in tx, set-wise where it can be: an application
 // declares the same thousands of schedules at every start, and a
-// statement or two per schedule made each start of 100,000 schedules wait
-// 17 s on PostgreSQL (39 s the first time). One statement a chunk reads
+// statement or two per schedule made each start of a large number of
+// schedules wait for seconds on PostgreSQL. One statement a chunk reads
 // the stored hashes: a schedule stored with the same hash is unchanged,
 // and nothing of it is locked or written (as if this Sync came before any
 // concurrent change). New schedules are inserted a chunk a statement,
@@ -28,7 +28,7 @@ func (s *Scheduler) syncAll(ctx context.Context, tx *sqlx.Tx, defs []Definition)
 	for i, d := range defs {
 		names[i] = d.Name
 	}
-	stored, err := s.hashesOf(ctx, tx, names)
+	stored, err := s.driver.hashesOf(ctx, tx, names)
 	if err != nil {
 		return nil, fmt.Errorf("schedule: sync: read %d stored schedules: %w", len(names), err)
 	}
@@ -83,83 +83,23 @@ func (s *Scheduler) syncAll(ctx context.Context, tx *sqlx.Tx, defs []Definition)
 	return outcomes, nil
 }
 
-// hashesOf reads the stored spec hashes of the named schedules; a name
-// not stored is not in the map.
-func (s *Scheduler) hashesOf(ctx context.Context, tx *sqlx.Tx, names []string) (map[string]string, error) {
-	hashes := make(map[string]string, len(names))
-	err := inChunks(len(names), s.chunkSize(), func(from, to int) error {
-		var rows []struct {
-			Name string `db:"name"`
-			Hash string `db:"hash"`
-		}
-		var err error
-		if s.postgres() {
-			err = tx.SelectContext(ctx, &rows, selectHashesOfPostgres, names[from:to])
-		} else {
-			err = tx.SelectContext(ctx, &rows, selectHashesIn+` IN (`+placeholders(to-from, "?")+`)`, anys(names[from:to])...)
-		}
-		for _, r := range rows {
-			hashes[r.Name] = r.Hash
-		}
-		return err
-	})
-	return hashes, err
-}
-
-// insertMany stores the definitions defs[i] of each i in which, a chunk a
-// statement, and returns the first slot of each it inserted; a name
-// another process stored meanwhile is left as it was and not returned.
-// Chunks are of 1,000 rows on PostgreSQL too: its driver keeps a
-// connection's buffer as large as the largest message it sent: eleven
-// arrays of 10,000 rows raised BenchmarkEveryMinute's peak heap from 8 to
-// 25 MiB, for no gain in speed.
+// insertMany stores the definitions defs[i] of each i in which and
+// returns the first slot of each it inserted; a name another process
+// stored meanwhile is left as it was and not returned.
 func (s *Scheduler) insertMany(ctx context.Context, tx *sqlx.Tx, defs []Definition, which []int) (map[string]time.Time, error) {
 	now := s.clock.Now()
 	firsts := make(map[string]time.Time, len(which))
-	inserted := make(map[string]time.Time, len(which))
-	err := inChunks(len(which), chunk, func(from, to int) error {
-		var query string
-		var args []any
-		if s.postgres() {
-			var cols struct {
-				names, specs, hashes, commands, catchUps, overlaps []string
-				payloads                                           [][]byte
-				maxRuns, until, next, jitter                       []int64
-			}
-			for _, i := range which[from:to] {
-				d := defs[i]
-				firsts[d.Name] = d.nextAfter(now, 0)
-				cols.names = append(cols.names, d.Name)
-				cols.specs = append(cols.specs, d.Spec.String())
-				cols.hashes = append(cols.hashes, d.hash())
-				cols.commands = append(cols.commands, d.Command)
-				cols.payloads = append(cols.payloads, d.Payload)
-				cols.catchUps = append(cols.catchUps, policyText(d.CatchUp))
-				cols.maxRuns = append(cols.maxRuns, int64(d.MaxRuns))
-				cols.until = append(cols.until, untilOf(d))
-				cols.next = append(cols.next, encodeSlot(firsts[d.Name]))
-				cols.jitter = append(cols.jitter, int64(d.Jitter))
-				cols.overlaps = append(cols.overlaps, d.Overlap.String())
-			}
-			query = insertSchedulesPostgres
-			args = []any{cols.names, cols.specs, cols.hashes, cols.commands, cols.payloads, cols.catchUps, cols.maxRuns, cols.until, cols.next, cols.jitter, cols.overlaps}
-		} else {
-			query = insertSchedulesSQLite(to - from)
-			for _, i := range which[from:to] {
-				d := defs[i]
-				firsts[d.Name] = d.nextAfter(now, 0)
-				args = append(args, d.Name, d.Spec.String(), d.hash(), d.Command, d.Payload, policyText(d.CatchUp), d.MaxRuns, untilOf(d), encodeSlot(firsts[d.Name]), int64(d.Jitter), d.Overlap.String())
-			}
-		}
-		var names []string
-		if err := tx.SelectContext(ctx, &names, query, args...); err != nil {
-			return err
-		}
-		for _, name := range names {
-			inserted[name] = firsts[name]
-		}
-		return nil
-	})
+	rows := make([]state, len(which))
+	for k, i := range which {
+		d := defs[i]
+		firsts[d.Name] = d.nextAfter(now, 0)
+		rows[k] = d.row(firsts[d.Name])
+	}
+	names, err := s.driver.insertSchedules(ctx, tx, rows)
+	inserted := make(map[string]time.Time, len(names))
+	for _, name := range names {
+		inserted[name] = firsts[name]
+	}
 	return inserted, err
 }
 
