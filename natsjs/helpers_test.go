@@ -1,0 +1,5 @@
+package natsjs_test
+
+import "strconv"
+
+func itoa(i int) string { return strconv.Itoa(i) }
