@@ -3,6 +3,7 @@ package todolist
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/passage-of-time/passage/tick"
 )
@@ -43,8 +44,17 @@ func NewBatchProcessor(list *List, action BatchAction, opts ...ProcessorOption) 
 	if action == nil {
 		return nil, fmt.Errorf("todolist: new batch processor for %q: %w", list.name, ErrNilAction)
 	}
-	return newProcessor(list, nil, action, opts)
+	return newProcessor(list, perBatch(action), opts)
 }
+
+// perBatch runs a [BatchAction] for each claimed batch.
+type perBatch BatchAction
+
+func (a perBatch) process(ctx context.Context, p *Processor, start time.Time, res *Result) (bool, error) {
+	return false, p.processClaimed(ctx, start, res, a.work)
+}
+
+func (perBatch) concurrent() bool { return false }
 
 // HandleBatch is [Handle] for a [BatchAction]: it returns a handler that
 // works list's due items, a batch per call of action, on every
@@ -57,11 +67,11 @@ func HandleBatch[E tick.Event](list *List, action BatchAction, opts ...Processor
 	return Handler[E](p), nil
 }
 
-// workBatch is work for a batch action: the lease is checked once, before
-// the batch starts (the time budget was, before it was claimed); then the
-// action decides every item at once, and each outcome is written as work
-// writes an Action's.
-func (p *Processor) workBatch(ctx context.Context, batch []claimed, done batchDone, res *Result) (batchDone, bool, error) {
+// work is perItem.work for a batch action: the lease is checked once,
+// before the batch starts (the time budget was, before it was claimed);
+// then the action decides every item at once, and each outcome is written
+// as an Action's is.
+func (a perBatch) work(ctx context.Context, p *Processor, batch []claimed, done batchDone, _ time.Time, res *Result) (batchDone, bool, error) {
 	if len(batch) == 0 {
 		return done, false, nil
 	}
@@ -76,7 +86,7 @@ func (p *Processor) workBatch(ctx context.Context, batch []claimed, done batchDo
 		}
 		return done, true, nil
 	}
-	outcomes := p.runBatch(ctx, batch)
+	outcomes, _ := decideBatch(ctx, p.list.name, batch, nil, a)
 	for i, it := range batch {
 		if outcomes[i] == nil {
 			p.succeeded(&done, it, res)
@@ -89,15 +99,8 @@ func (p *Processor) workBatch(ctx context.Context, batch []claimed, done batchDo
 	}
 	var conflicts []claimed
 	for i, it := range batch {
-		switch err := outcomes[i]; {
-		case err == nil:
-		case isConflict(err):
-			conflicts = append(conflicts, it)
-			res.Conflicts++
-		default:
-			if err := p.fail(ctx, &done, it, err, res); err != nil {
-				return done, false, p.abandon(ctx, done, res, err)
-			}
+		if err := p.outcome(ctx, &done, it, outcomes[i], &conflicts, res); err != nil {
+			return done, false, p.abandon(ctx, done, res, err)
 		}
 	}
 	if err := p.release(ctx, done.token, conflicts, nil, res); err != nil {
@@ -106,34 +109,36 @@ func (p *Processor) workBatch(ctx context.Context, batch []claimed, done batchDo
 	return done, false, nil
 }
 
-// runBatch calls the batch action for batch and returns one outcome per
-// item: the action's, or, for every item, its error, its panic or the
-// wrong number of outcomes. The action's ctx tells [List.RemoveTx] which
-// items it works.
-func (p *Processor) runBatch(ctx context.Context, batch []claimed) []error {
+// decideBatch calls decide for batch and returns one outcome per item:
+// the action's or, when it failed as a whole (whole), for every item its
+// error, its panic or the wrong number of outcomes. The action's ctx
+// tells [List.RemoveTx] which items it works and, for a transactional
+// batch, collects in tx what it leaves for its processor.
+func decideBatch(ctx context.Context, list string, batch []claimed, tx *txState, decide func(ctx context.Context, items []Item) ([]error, error)) (outcomes []error, whole bool) {
 	items := make([]Item, len(batch))
 	ids := make(map[string]struct{}, len(batch))
 	for i, c := range batch {
 		items[i] = c.Item
 		ids[c.ID] = struct{}{}
 	}
-	ctx = context.WithValue(ctx, workingKey{}, working{list: p.list.name, batch: ids})
+	ctx = context.WithValue(ctx, workingKey{}, working{list: list, batch: ids, tx: tx})
 	outcomes, err := func() (outcomes []error, err error) {
 		defer func() {
 			if r := recover(); r != nil {
 				outcomes, err = nil, fmt.Errorf("%w: %v", ErrActionPanicked, r)
 			}
 		}()
-		return p.batchAction(ctx, items)
+		return decide(ctx, items)
 	}()
 	if err == nil && len(outcomes) != len(batch) {
 		err = fmt.Errorf("%w: %d for a batch of %d items", ErrBatchOutcomes, len(outcomes), len(batch))
 	}
-	if err != nil {
-		outcomes = make([]error, len(batch))
-		for i := range outcomes {
-			outcomes[i] = err
-		}
+	if err == nil {
+		return outcomes, false
 	}
-	return outcomes
+	outcomes = make([]error, len(batch))
+	for i := range outcomes {
+		outcomes[i] = err
+	}
+	return outcomes, true
 }

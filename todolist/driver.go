@@ -103,9 +103,54 @@ type driver interface {
 // case here.
 func driverFor(q interface{ DriverName() string }) driver {
 	if sqldb.DialectOf(q) == sqldb.Postgres {
-		return postgresDriver{}
+		return postgresDriver{reads{getPostgres, duePostgres, backlogPostgres, pickTxPostgres, true}}
 	}
-	return sqliteDriver{}
+	return sqliteDriver{reads{getSQLite, dueSQLite, backlogSQLite, pickTxSQLite, false}}
+}
+
+// reads are the reads both databases make alike, each with its own
+// statements: get (list, ID), due (list, cutoff, now, limit), backlog
+// (list, cutoff, now) and the transactional pick (as due), whose rows end
+// with the row's version where versioned.
+type reads struct {
+	getQuery, dueQuery, backlogQuery, pickTxQuery string
+	versioned                                     bool
+}
+
+func (r reads) get(ctx context.Context, db *sqlx.DB, list, id string) (*sql.Rows, error) {
+	return db.QueryContext(ctx, r.getQuery, list, id)
+}
+
+func (r reads) due(ctx context.Context, db *sqlx.DB, list string, cutoff, now int64, limit int) (*sql.Rows, error) {
+	return db.QueryContext(ctx, r.dueQuery, list, cutoff, now, limit)
+}
+
+func (r reads) backlog(ctx context.Context, db *sqlx.DB, list string, cutoff, now int64) (n int, err error) {
+	err = db.GetContext(ctx, &n, r.backlogQuery, list, cutoff, now)
+	return n, err
+}
+
+func (r reads) pickTx(ctx context.Context, tx *sqlx.Tx, list string, cutoff, now int64, limit int) ([]claimed, error) {
+	rows, err := tx.QueryContext(ctx, r.pickTxQuery, list, cutoff, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	batch := make([]claimed, 0, min(limit, batchPrealloc))
+	for rows.Next() {
+		var it claimed
+		var due, version int64
+		dest := []any{&it.ID, &due, &it.Attempts, &it.LastError}
+		if r.versioned {
+			dest = append(dest, &version)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		it.Due, it.version = sqldb.DecodeTime(due), uint32(version)
+		batch = append(batch, it)
+	}
+	return batch, rows.Err()
 }
 
 // claimed is an item as a batch holds it.

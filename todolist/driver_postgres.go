@@ -2,7 +2,6 @@ package todolist
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -21,7 +20,7 @@ import (
 // and its rows are addressed by ctid and version (see sameRow). Its
 // statements use $n placeholders, in SQLite's order where they have a
 // counterpart.
-type postgresDriver struct{}
+type postgresDriver struct{ reads }
 
 // PostgreSQL's statements.
 const (
@@ -247,19 +246,6 @@ func (postgresDriver) addMany(ctx context.Context, ext sqlx.ExtContext, list str
 	return 0, nil
 }
 
-func (postgresDriver) get(ctx context.Context, db *sqlx.DB, list, id string) (*sql.Rows, error) {
-	return db.QueryContext(ctx, getPostgres, list, id)
-}
-
-func (postgresDriver) due(ctx context.Context, db *sqlx.DB, list string, cutoff, now int64, limit int) (*sql.Rows, error) {
-	return db.QueryContext(ctx, duePostgres, list, cutoff, now, limit)
-}
-
-func (postgresDriver) backlog(ctx context.Context, db *sqlx.DB, list string, cutoff, now int64) (n int, err error) {
-	err = db.GetContext(ctx, &n, backlogPostgres, list, cutoff, now)
-	return n, err
-}
-
 // pageQuery reads the page first, then each of its items looks up the
 // latest live claim holding its ID, as get does. A database whose
 // schema predates the claims table has no claims to look up. Its
@@ -367,25 +353,6 @@ func (postgresDriver) settle(ctx context.Context, db *sqlx.DB, s settlement) (re
 // the claim row never held.
 func (postgresDriver) releaseReadded(context.Context, *sqlx.DB, string, string, []claimed) error {
 	return nil
-}
-
-func (postgresDriver) pickTx(ctx context.Context, tx *sqlx.Tx, list string, cutoff, now int64, limit int) ([]claimed, error) {
-	rows, err := tx.QueryContext(ctx, pickTxPostgres, list, cutoff, now, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	batch := make([]claimed, 0, min(limit, batchPrealloc))
-	for rows.Next() {
-		var it claimed
-		var due, version int64
-		if err := rows.Scan(&it.ID, &due, &it.Attempts, &it.LastError, &version); err != nil {
-			return nil, err
-		}
-		it.Due, it.version = sqldb.DecodeTime(due), uint32(version)
-		batch = append(batch, it)
-	}
-	return batch, rows.Err()
 }
 
 // unchangedTx keeps the whole batch: the statements that write it match

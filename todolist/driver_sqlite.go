@@ -18,7 +18,7 @@ import (
 // a claim is written on the claimed rows (claim, claimed_until), and a
 // statement's own write lock keeps two processors from picking one row.
 // Its statements use ? placeholders, which need no rebinding.
-type sqliteDriver struct{}
+type sqliteDriver struct{ reads }
 
 // ready is the condition for an item a processor may claim: the three
 // placeholders are the list, the cutoff and the processor's now.
@@ -180,19 +180,6 @@ func addManySQLite(n int) string {
 	return b.String()
 }
 
-func (sqliteDriver) get(ctx context.Context, db *sqlx.DB, list, id string) (*sql.Rows, error) {
-	return db.QueryContext(ctx, getSQLite, list, id)
-}
-
-func (sqliteDriver) due(ctx context.Context, db *sqlx.DB, list string, cutoff, now int64, limit int) (*sql.Rows, error) {
-	return db.QueryContext(ctx, dueSQLite, list, cutoff, now, limit)
-}
-
-func (sqliteDriver) backlog(ctx context.Context, db *sqlx.DB, list string, cutoff, now int64) (n int, err error) {
-	err = db.GetContext(ctx, &n, backlogSQLite, list, cutoff, now)
-	return n, err
-}
-
 // pageQuery leaves page as it is: the claims are on the rows.
 func (sqliteDriver) pageQuery(page, _ string, _ map[string]bool, _ string, _ int64) (string, []any) {
 	return page, nil
@@ -310,25 +297,6 @@ func (sqliteDriver) settle(ctx context.Context, db *sqlx.DB, s settlement) (remo
 func (sqliteDriver) releaseReadded(ctx context.Context, db *sqlx.DB, list, token string, done []claimed) error {
 	_, err := execIDs(ctx, db, releaseIDs, idsOf(done), list, token)
 	return err
-}
-
-func (sqliteDriver) pickTx(ctx context.Context, tx *sqlx.Tx, list string, cutoff, now int64, limit int) ([]claimed, error) {
-	rows, err := tx.QueryContext(ctx, pickTxSQLite, list, cutoff, now, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	batch := make([]claimed, 0, min(limit, batchPrealloc))
-	for rows.Next() {
-		var it claimed
-		var due int64
-		if err := rows.Scan(&it.ID, &due, &it.Attempts, &it.LastError); err != nil {
-			return nil, err
-		}
-		it.Due = sqldb.DecodeTime(due)
-		batch = append(batch, it)
-	}
-	return batch, rows.Err()
 }
 
 // unchangedTx reads the due times back: a row has no version, so one

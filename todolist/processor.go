@@ -89,16 +89,34 @@ type Result struct {
 // their clocks agree and each keeps its lease (see [WithLease] and the
 // package documentation, Leases). A Processor is safe for concurrent use.
 type Processor struct {
-	list   *List
-	action Action
-	// batchAction, when set, decides each claimed batch at once instead
-	// of action per item (see [NewBatchProcessor]).
-	batchAction BatchAction
-	// txAction, when set, decides each batch in the transaction that
-	// takes it (see [NewTxBatchProcessor]).
-	txAction TxBatchAction
-	cfg      processorConfig
+	list *List
+	kind actionKind
+	cfg  processorConfig
 }
+
+// actionKind is how a processor decides its items, picked once by its
+// constructor: an [Action] per item (perItem), a [BatchAction] per claimed
+// batch (perBatch), or a [TxBatchAction] per batch in the transaction that
+// takes it (perTxBatch).
+type actionKind interface {
+	// process works the items due at res.Cutoff, batch after batch,
+	// until none is left or the budget is spent. drained reports that
+	// its last pick took every ready item no other worker held, so that
+	// nothing is left behind to count as backlog.
+	process(ctx context.Context, p *Processor, start time.Time, res *Result) (drained bool, err error)
+	// concurrent reports whether a tick may work several batches at once
+	// ([WithWorkers]).
+	concurrent() bool
+}
+
+// perItem runs an [Action] for each item of a claimed batch.
+type perItem Action
+
+func (a perItem) process(ctx context.Context, p *Processor, start time.Time, res *Result) (bool, error) {
+	return false, p.processClaimed(ctx, start, res, a.work)
+}
+
+func (perItem) concurrent() bool { return false }
 
 // NewProcessor returns a processor running action for the due items of list.
 // Without options it claims batches of [DefaultBatchSize] with a
@@ -112,10 +130,10 @@ func NewProcessor(list *List, action Action, opts ...ProcessorOption) (*Processo
 	if action == nil {
 		return nil, fmt.Errorf("todolist: new processor for %q: %w", list.name, ErrNilAction)
 	}
-	return newProcessor(list, action, nil, opts)
+	return newProcessor(list, perItem(action), opts)
 }
 
-func newProcessor(list *List, action Action, batchAction BatchAction, opts []ProcessorOption) (*Processor, error) {
+func newProcessor(list *List, kind actionKind, opts []ProcessorOption) (*Processor, error) {
 	cfg := defaultConfig()
 	cfg.clock = list.clock
 	for _, opt := range opts {
@@ -126,10 +144,10 @@ func newProcessor(list *List, action Action, batchAction BatchAction, opts []Pro
 			return nil, fmt.Errorf("todolist: new processor for %q: %w", list.name, err)
 		}
 	}
-	if cfg.workers > 1 && (action != nil || batchAction != nil) {
+	if cfg.workers > 1 && !kind.concurrent() {
 		return nil, fmt.Errorf("todolist: new processor for %q: %w", list.name, invalid("workers %d: only a transactional batch processor works batches at once", cfg.workers))
 	}
-	return &Processor{list: list, action: action, batchAction: batchAction, cfg: cfg}, nil
+	return &Processor{list: list, kind: kind, cfg: cfg}, nil
 }
 
 // Handle returns a handler that works list's due items on every
@@ -179,13 +197,7 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 		cutoff = start
 	}
 	res := Result{Cutoff: cutoff}
-	drained := false
-	var err error
-	if p.txAction != nil {
-		drained, err = p.processTx(ctx, start, &res)
-	} else {
-		err = p.processClaimed(ctx, start, &res)
-	}
+	drained, err := p.kind.process(ctx, p, start, &res)
 	if err != nil {
 		return res, err
 	}
@@ -205,10 +217,15 @@ func (p *Processor) Process(ctx context.Context, boundary time.Time) (Result, er
 	return res, nil
 }
 
-// processClaimed is Process for the actions that run outside the
+// workClaimed decides a claimed batch, held by done.lease, and returns
+// what is left to write of its outcome; stopped reports that the time
+// budget or the lease ended the tick.
+type workClaimed func(ctx context.Context, p *Processor, batch []claimed, done batchDone, start time.Time, res *Result) (_ batchDone, stopped bool, err error)
+
+// processClaimed is process for the actions that run outside the
 // transaction that claims their items: batch after batch, each claimed
-// under a lease, worked and settled.
-func (p *Processor) processClaimed(ctx context.Context, start time.Time, res *Result) error {
+// under a lease, worked with work and settled.
+func (p *Processor) processClaimed(ctx context.Context, start time.Time, res *Result, work workClaimed) error {
 	for {
 		limit := p.nextLimit(start, res.Claimed)
 		if limit <= 0 {
@@ -219,7 +236,7 @@ func (p *Processor) processClaimed(ctx context.Context, start time.Time, res *Re
 			return err
 		}
 		res.Claimed += len(batch)
-		stopped, err := p.batch(ctx, batch, token, leaseEnd, record, start, res)
+		stopped, err := p.batch(ctx, batch, batchDone{token: token, record: record}, leaseEnd, start, res, work)
 		if err != nil {
 			return err
 		}
@@ -272,12 +289,13 @@ func (p *Processor) overTime(start time.Time) bool {
 // outcome is written only while the lease holds. stopped reports that the
 // tick should end: its time budget is spent, or the lease was lost or ran
 // short.
-func (p *Processor) batch(ctx context.Context, batch []claimed, token string, leaseEnd time.Time, record bool, start time.Time, res *Result) (stopped bool, err error) {
-	k := p.keep(ctx, token, batch, leaseEnd)
+func (p *Processor) batch(ctx context.Context, batch []claimed, done batchDone, leaseEnd, start time.Time, res *Result, work workClaimed) (stopped bool, err error) {
+	k := p.keep(ctx, done.token, batch, leaseEnd)
 	// Also when an action ends the goroutine (runtime.Goexit, as a
 	// test's t.FailNow or t.Skip does).
 	defer k.close()
-	done, stopped, err := p.work(ctx, batch, k, record, start, res)
+	done.lease = k
+	done, stopped, err = work(ctx, p, batch, done, start, res)
 	k.close() // no renewal while the batch is settled
 	if err == nil {
 		if err = p.settle(ctx, done, res); err != nil && ctx.Err() != nil {
@@ -379,16 +397,11 @@ func (p *Processor) released(ctx context.Context, done batchDone, n int, res *Re
 	return nil
 }
 
-// work runs the action for each item of a claimed batch, held by k, and
-// returns the items that are done, for the caller to remove set-wise. It
-// releases the conflicts in one statement and the items left unstarted in
-// another; failures are written one by one, as each has its own attempt
-// count. stopped reports that the time budget or the lease ended the tick.
-func (p *Processor) work(ctx context.Context, batch []claimed, k *keeper, record bool, start time.Time, res *Result) (done batchDone, stopped bool, err error) {
-	done.token, done.lease, done.record = k.token, k, record
-	if p.batchAction != nil {
-		return p.workBatch(ctx, batch, done, res)
-	}
+// work runs the action for each item of a claimed batch, and returns the
+// items that are done, for the caller to remove set-wise. It releases the
+// conflicts in one statement and the items left unstarted in another;
+// failures are written one by one, as each has its own attempt count.
+func (a perItem) work(ctx context.Context, p *Processor, batch []claimed, done batchDone, start time.Time, res *Result) (_ batchDone, stopped bool, err error) {
 	var conflicts, unstarted []claimed
 	for i, it := range batch {
 		if ctx.Err() != nil {
@@ -400,7 +413,7 @@ func (p *Processor) work(ctx context.Context, batch []claimed, k *keeper, record
 			stopped = true
 			break
 		}
-		if !k.mayStart(p.cfg.clock.Now()) {
+		if !done.lease.mayStart(p.cfg.clock.Now()) {
 			// The lease is lost, or too short for an action to finish
 			// within it if renewals fail from now on: another processor
 			// may take the rest soon, or already has. They are released
@@ -412,7 +425,7 @@ func (p *Processor) work(ctx context.Context, batch []claimed, k *keeper, record
 			stopped = true
 			break
 		}
-		actErr := p.run(ctx, it.Item)
+		actErr := a.run(ctx, p.list.name, it.Item)
 		if actErr == nil {
 			p.succeeded(&done, it, res)
 		}
@@ -421,21 +434,29 @@ func (p *Processor) work(ctx context.Context, batch []claimed, k *keeper, record
 			// it as an attempt would punish the item.
 			return done, false, p.abandon(ctx, done, res, context.Cause(ctx))
 		}
-		switch {
-		case actErr == nil:
-		case isConflict(actErr):
-			conflicts = append(conflicts, it)
-			res.Conflicts++
-		default:
-			if err := p.fail(ctx, &done, it, actErr, res); err != nil {
-				return done, false, p.abandon(ctx, done, res, err)
-			}
+		if err := p.outcome(ctx, &done, it, actErr, &conflicts, res); err != nil {
+			return done, false, p.abandon(ctx, done, res, err)
 		}
 	}
 	if err := p.release(ctx, done.token, conflicts, unstarted, res); err != nil {
 		return done, false, p.abandon(ctx, done, res, err)
 	}
 	return done, stopped, nil
+}
+
+// outcome records the outcome of an item's action other than success: a
+// conflict is set aside in conflicts, to be released with the others, and
+// any other error is a failed attempt (see fail).
+func (p *Processor) outcome(ctx context.Context, done *batchDone, it claimed, actErr error, conflicts *[]claimed, res *Result) error {
+	switch {
+	case actErr == nil:
+	case isConflict(actErr):
+		*conflicts = append(*conflicts, it)
+		res.Conflicts++
+	default:
+		return p.fail(ctx, done, it, actErr, res)
+	}
+	return nil
 }
 
 // release frees the conflicting items of a batch until just past the
@@ -472,13 +493,13 @@ func (p *Processor) succeeded(done *batchDone, it claimed, res *Result) {
 
 // run calls the action, turning a panic into an error. The action's ctx
 // tells [List.RemoveTx] which item it works.
-func (p *Processor) run(ctx context.Context, it Item) (err error) {
+func (a perItem) run(ctx context.Context, list string, it Item) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %v", ErrActionPanicked, r)
 		}
 	}()
-	return p.action(context.WithValue(ctx, workingKey{}, working{list: p.list.name, id: it.ID}), it)
+	return a(context.WithValue(ctx, workingKey{}, working{list: list, id: it.ID}), it)
 }
 
 // working is what the ctx of an action carries: the list and the ID of

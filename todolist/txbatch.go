@@ -51,13 +51,18 @@ func NewTxBatchProcessor(list *List, action TxBatchAction, opts ...ProcessorOpti
 	if action == nil {
 		return nil, fmt.Errorf("todolist: new transactional batch processor for %q: %w", list.name, ErrNilAction)
 	}
-	p, err := newProcessor(list, nil, nil, opts)
-	if err != nil {
-		return nil, err
-	}
-	p.txAction = action
-	return p, nil
+	return newProcessor(list, perTxBatch(action), opts)
 }
+
+// perTxBatch runs a [TxBatchAction] for each batch, in the transaction
+// that takes it.
+type perTxBatch TxBatchAction
+
+func (a perTxBatch) process(ctx context.Context, p *Processor, start time.Time, res *Result) (bool, error) {
+	return p.processTx(ctx, start, res, a)
+}
+
+func (perTxBatch) concurrent() bool { return true }
 
 // HandleTxBatch is [Handle] for a [TxBatchAction]: it returns a handler
 // that works list's due items, a transaction per batch, on every
@@ -150,10 +155,10 @@ func (t *txState) afterCommit(ctx context.Context) error {
 // is spent or ctx ends; by as many workers at once as WithWorkers says.
 // drained reports that every worker stopped on a pick that found fewer
 // items than it could take: nothing ready was left.
-func (p *Processor) processTx(ctx context.Context, start time.Time, res *Result) (drained bool, err error) {
+func (p *Processor) processTx(ctx context.Context, start time.Time, res *Result, action perTxBatch) (drained bool, err error) {
 	if p.cfg.workers == 1 {
 		var claimed atomic.Int64
-		return p.txWorker(ctx, start, res, &claimed)
+		return p.txWorker(ctx, start, res, &claimed, action)
 	}
 	results := make([]Result, p.cfg.workers)
 	errs := make([]error, p.cfg.workers)
@@ -162,7 +167,7 @@ func (p *Processor) processTx(ctx context.Context, start time.Time, res *Result)
 	var wg sync.WaitGroup
 	for w := range results {
 		results[w].Cutoff = res.Cutoff
-		wg.Go(func() { dry[w], errs[w] = p.txWorker(ctx, start, &results[w], &claimed) })
+		wg.Go(func() { dry[w], errs[w] = p.txWorker(ctx, start, &results[w], &claimed, action) })
 	}
 	wg.Wait()
 	drained = true
@@ -181,7 +186,7 @@ func (p *Processor) processTx(ctx context.Context, start time.Time, res *Result)
 // txWorker works batches until none is due or the tick's budget, shared
 // through claimed with the other workers, is spent; drained reports the
 // former.
-func (p *Processor) txWorker(ctx context.Context, start time.Time, res *Result, claimed *atomic.Int64) (drained bool, err error) {
+func (p *Processor) txWorker(ctx context.Context, start time.Time, res *Result, claimed *atomic.Int64, action perTxBatch) (drained bool, err error) {
 	for {
 		// Reserved before the pick, so that workers together never take
 		// more than the maximum; what the pick did not take is given back.
@@ -193,7 +198,7 @@ func (p *Processor) txWorker(ctx context.Context, start time.Time, res *Result, 
 		if !claimed.CompareAndSwap(taken, taken+int64(limit)) {
 			continue // another worker reserved meanwhile
 		}
-		n, err := p.txBatch(ctx, limit, res)
+		n, err := p.txBatch(ctx, limit, res, action)
 		claimed.Add(int64(n - limit))
 		if err != nil {
 			return false, err
@@ -215,7 +220,7 @@ func (p *Processor) txWorker(ctx context.Context, start time.Time, res *Result, 
 // subtransaction then changes gets a MultiXact for its deleter, which
 // index scans never take for dead, so that the list's index kept every
 // item removed since the last vacuum and each pick walked them all.
-func (p *Processor) txBatch(ctx context.Context, limit int, res *Result) (n int, err error) {
+func (p *Processor) txBatch(ctx context.Context, limit int, res *Result, action perTxBatch) (n int, err error) {
 	l := p.list
 	tx, err := l.db.BeginTxx(ctx, nil)
 	if err != nil {
@@ -236,7 +241,9 @@ func (p *Processor) txBatch(ctx context.Context, limit int, res *Result) (n int,
 	}
 	res.Claimed += len(batch)
 	state := &txState{touched: make(map[string]struct{}, 8)}
-	outcomes, whole := p.runTxBatch(ctx, tx, batch, state)
+	outcomes, whole := decideBatch(ctx, l.name, batch, state, func(ctx context.Context, items []Item) ([]error, error) {
+		return action(ctx, tx, items)
+	})
 	if ctx.Err() != nil {
 		// As for an Action: failures most likely came from the
 		// cancellation, and are not counted. Nothing was written.
@@ -286,38 +293,6 @@ func (p *Processor) pickTx(ctx context.Context, tx *sqlx.Tx, cutoff time.Time, l
 	}
 	sortBatch(batch)
 	return batch, nil
-}
-
-// runTxBatch calls the action and returns one outcome per item; whole
-// reports that the action failed as a whole (its error, its panic, the
-// wrong number of outcomes), which is then every item's outcome.
-func (p *Processor) runTxBatch(ctx context.Context, tx *sqlx.Tx, batch []claimed, state *txState) (outcomes []error, whole bool) {
-	items := make([]Item, len(batch))
-	ids := make(map[string]struct{}, len(batch))
-	for i, c := range batch {
-		items[i] = c.Item
-		ids[c.ID] = struct{}{}
-	}
-	ctx = context.WithValue(ctx, workingKey{}, working{list: p.list.name, batch: ids, tx: state})
-	outcomes, err := func() (outcomes []error, err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				outcomes, err = nil, fmt.Errorf("%w: %v", ErrActionPanicked, r)
-			}
-		}()
-		return p.txAction(ctx, tx, items)
-	}()
-	if err == nil && len(outcomes) != len(batch) {
-		err = fmt.Errorf("%w: %d for a batch of %d items", ErrBatchOutcomes, len(outcomes), len(batch))
-	}
-	if err == nil {
-		return outcomes, false
-	}
-	outcomes = make([]error, len(batch))
-	for i := range outcomes {
-		outcomes[i] = err
-	}
-	return outcomes, true
 }
 
 // settleTx writes a transactional batch's outcomes in tx: removes the
