@@ -39,8 +39,7 @@ type Record struct {
 // Outbox is the table of records waiting for, or past, delivery. It is
 // safe for concurrent use, and several processes may write to it at once.
 type Outbox struct {
-	db    *sqlx.DB
-	q     queries
+	d     driver
 	clock clockwork.Clock
 }
 
@@ -65,7 +64,7 @@ func Open(ctx context.Context, db *sqlx.DB, opts ...Option) (*Outbox, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: nil db", ErrInvalidArgument)
 	}
-	o := &Outbox{db: db, q: queriesFor(sqldb.DialectOf(db)), clock: clockwork.NewRealClock()}
+	o := &Outbox{d: newDriver(db), clock: clockwork.NewRealClock()}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
 			return nil, err
@@ -91,7 +90,7 @@ func (o *Outbox) WriteTx(ctx context.Context, ext sqlx.ExtContext, records ...Re
 		if err := r.check(); err != nil {
 			return err
 		}
-		if _, err := ext.ExecContext(ctx, o.q.write, r.Key, r.Stream, r.Type, r.Body, at); err != nil {
+		if err := o.d.write(ctx, ext, r, at); err != nil {
 			return fmt.Errorf("outbox: write %q: %w", r.Key, err)
 		}
 	}
@@ -132,13 +131,8 @@ type Parked struct {
 // Parked returns the records sink parked, oldest first ("" for every
 // sink's).
 func (o *Outbox) Parked(ctx context.Context, sink string) ([]Parked, error) {
-	var rows []struct {
-		recordRow
-		Sink      string `db:"sink"`
-		Attempts  int    `db:"attempts"`
-		LastError string `db:"last_error"`
-	}
-	if err := o.db.SelectContext(ctx, &rows, o.q.parked, sink, sink); err != nil {
+	rows, err := o.d.parked(ctx, sink)
+	if err != nil {
 		return nil, fmt.Errorf("outbox: list the records %q parked: %w", sink, err)
 	}
 	out := make([]Parked, len(rows))

@@ -2,8 +2,6 @@ package outbox
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -185,22 +183,18 @@ type Backlog struct {
 func (r *Relay) Backlog(ctx context.Context) (Backlog, error) {
 	var b Backlog
 	o := r.outbox
-	var from struct {
-		Stream string `db:"stream"`
-		Tx     int64  `db:"tx"`
-		ID     int64  `db:"id"`
-	}
-	if err := o.db.GetContext(ctx, &from, o.q.checkpoints, r.sink); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	from, err := o.d.checkpoint(ctx, r.sink)
+	if err != nil {
 		return b, fmt.Errorf("outbox: relay %q: read the checkpoint: %w", r.sink, err)
 	}
 	var oldest int64
-	if err := o.db.QueryRowxContext(ctx, o.q.backlog, r.sink, from.Tx, from.ID).Scan(&b.Pending, &oldest); err != nil {
+	if b.Pending, oldest, err = o.d.backlog(ctx, r.sink, from); err != nil {
 		return b, fmt.Errorf("outbox: relay %q: count the backlog: %w", r.sink, err)
 	}
 	if b.Pending > 0 {
 		b.Oldest = sqldb.DecodeTime(oldest)
 	}
-	if err := o.db.GetContext(ctx, &b.Waiting, o.q.waiting, r.sink); err != nil {
+	if b.Waiting, err = o.d.waiting(ctx, r.sink); err != nil {
 		return b, fmt.Errorf("outbox: relay %q: count the refusals: %w", r.sink, err)
 	}
 	return b, nil
@@ -282,20 +276,16 @@ func (r *Relay) Pass(ctx context.Context) (PassResult, error) {
 func (r *Relay) pass(ctx context.Context) (PassResult, error) {
 	var res PassResult
 	o := r.outbox
-	var from struct {
-		Stream string `db:"stream"`
-		Tx     int64  `db:"tx"`
-		ID     int64  `db:"id"`
-	}
-	if err := o.db.GetContext(ctx, &from, o.q.checkpoints, r.sink); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	from, err := o.d.checkpoint(ctx, r.sink)
+	if err != nil {
 		return res, fmt.Errorf("read the checkpoint: %w", err)
 	}
 	retries, err := r.retries(ctx)
 	if err != nil {
 		return res, err
 	}
-	var rows []recordRow
-	if err := o.db.SelectContext(ctx, &rows, o.q.pending, r.sink, from.Tx, from.ID, r.page); err != nil {
+	rows, err := o.d.pending(ctx, r.sink, from, r.page)
+	if err != nil {
 		return res, fmt.Errorf("read the records after (%d, %d): %w", from.Tx, from.ID, err)
 	}
 	res.More = len(rows) == r.page
@@ -359,7 +349,7 @@ func (r *Relay) pass(ctx context.Context) (PassResult, error) {
 			break
 		}
 	}
-	if _, err := o.db.ExecContext(ctx, o.q.advance, r.sink, "", toTx, toID); err != nil {
+	if err := o.d.advance(ctx, r.sink, "", position{toTx, toID}); err != nil {
 		return res, fmt.Errorf("move the checkpoint to (%d, %d): %w", toTx, toID, err)
 	}
 	return res, nil
@@ -375,8 +365,8 @@ type retryRow struct {
 
 // retries reads the sink's refusals of records still in delivery.
 func (r *Relay) retries(ctx context.Context) (map[int64]retryRow, error) {
-	var rows []retryRow
-	if err := r.outbox.db.SelectContext(ctx, &rows, r.outbox.q.attempt, r.sink); err != nil {
+	rows, err := r.outbox.d.retries(ctx, r.sink)
+	if err != nil {
 		return nil, fmt.Errorf("read the refusals: %w", err)
 	}
 	out := make(map[int64]retryRow, len(rows))
@@ -423,8 +413,7 @@ func (r *Relay) deliverStream(ctx context.Context, records []pending, now time.T
 		p.attempts++
 		parked := p.attempts >= r.maxAttempts
 		p.nextAt = r.outbox.clock.Now().Add(r.backoff(p.attempts))
-		if _, werr := r.outbox.db.ExecContext(ctx, r.outbox.q.refused, r.sink, p.Position, p.attempts,
-			sqldb.EncodeTime(p.nextAt), err.Error(), boolInt(parked)); werr != nil {
+		if werr := r.outbox.d.refused(ctx, r.sink, p.Position, p.attempts, sqldb.EncodeTime(p.nextAt), err.Error(), parked); werr != nil {
 			return p, out, fmt.Errorf("record the refusal of %q: %w", p.Key, werr)
 		}
 		if !parked {
@@ -447,11 +436,11 @@ func (r *Relay) deliverStream(ctx context.Context, records []pending, now time.T
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
 		defer cancel()
 		for _, position := range cleared {
-			if _, err := r.outbox.db.ExecContext(ctx, r.outbox.q.delivered, r.sink, position); err != nil {
+			if err := r.outbox.d.delivered(ctx, r.sink, position); err != nil {
 				return left, out, fmt.Errorf("clear the refusals of record %d: %w", position, err)
 			}
 		}
-		if _, err := r.outbox.db.ExecContext(ctx, r.outbox.q.advance, r.sink, last.Stream, last.Tx, last.Position); err != nil {
+		if err := r.outbox.d.advance(ctx, r.sink, last.Stream, position{last.Tx, last.Position}); err != nil {
 			return left, out, fmt.Errorf("move the checkpoint of stream %q: %w", last.Stream, err)
 		}
 	}
@@ -479,11 +468,4 @@ func safely(f func() error) (err error) {
 		}
 	}()
 	return f()
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

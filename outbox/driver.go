@@ -1,0 +1,205 @@
+package outbox
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
+)
+
+// driver is one database's storage of the outbox. The outbox and its
+// relays call it and never ask which database they are on; each
+// database's statements live in its own file (driver_sqlite.go,
+// driver_postgres.go), and driver_test.go holds every driver to this
+// contract. Records are ordered by (tx, id) (see the package
+// documentation); a position is such a pair.
+type driver interface {
+	// write stores r in ext, the deciding transaction, at the instant at;
+	// a key stored already is left as it was.
+	write(ctx context.Context, ext sqlx.ExtContext, r Record, at int64) error
+	// pending returns, in (tx, id) order, up to limit records after from
+	// whose stream's checkpoint for sink does not pass them, written by
+	// transactions none of which can still be running: a record that
+	// commits later must come after every position pending returned.
+	pending(ctx context.Context, sink string, from position, limit int) ([]recordRow, error)
+	// checkpoint returns sink's checkpoint, the zero position for none.
+	checkpoint(ctx context.Context, sink string) (position, error)
+	// advance moves the checkpoint of sink's stream ("" for the sink's
+	// own) to to, never back.
+	advance(ctx context.Context, sink, stream string, to position) error
+	// backlog counts what pending would return after from without the
+	// horizon and the limit, and the oldest of them's recorded_at (0 for
+	// none).
+	backlog(ctx context.Context, sink string, from position) (count int, oldest int64, err error)
+
+	// refused stores a refusal of record by sink; parked ones stay.
+	refused(ctx context.Context, sink string, record int64, attempts int, nextAt int64, lastError string, parked bool) error
+	// delivered forgets sink's refusals of record.
+	delivered(ctx context.Context, sink string, record int64) error
+	// retries returns sink's refusals of records not parked.
+	retries(ctx context.Context, sink string) ([]retryRow, error)
+	// waiting counts sink's refusals of records not parked.
+	waiting(ctx context.Context, sink string) (int, error)
+	// parked lists the records sink parked ("" for every sink's), oldest
+	// first.
+	parked(ctx context.Context, sink string) ([]parkedRow, error)
+}
+
+// position is a record's place in delivery order.
+type position struct {
+	Tx int64 `db:"tx"`
+	ID int64 `db:"id"`
+}
+
+// parkedRow is a parked record as read back.
+type parkedRow struct {
+	recordRow
+	Sink      string `db:"sink"`
+	Attempts  int    `db:"attempts"`
+	LastError string `db:"last_error"`
+}
+
+// newDriver picks db's driver, once, when the outbox opens. A third
+// database is a new pair of driver files and a line here.
+func newDriver(db *sqlx.DB) driver {
+	if sqldb.DialectOf(db) == sqldb.Postgres {
+		return &sqlDriver{db: db, q: postgresStatements}
+	}
+	return &sqlDriver{db: db, q: sqliteStatements}
+}
+
+// statements are one database's SQL for sqlDriver.
+type statements struct {
+	write, parked                 string
+	pending, checkpoint, attempts string
+	advance, refused, delivered   string
+	backlog, waiting              string
+}
+
+// sqlDriver runs a database's statements. The two databases differ only
+// in their statements (the horizon above all), so one executor serves
+// both; a database that needs other steps gets a driver type of its own.
+type sqlDriver struct {
+	db *sqlx.DB
+	q  statements
+}
+
+func (d *sqlDriver) write(ctx context.Context, ext sqlx.ExtContext, r Record, at int64) error {
+	_, err := ext.ExecContext(ctx, d.q.write, r.Key, r.Stream, r.Type, r.Body, at)
+	return err
+}
+
+func (d *sqlDriver) pending(ctx context.Context, sink string, from position, limit int) ([]recordRow, error) {
+	var rows []recordRow
+	err := d.db.SelectContext(ctx, &rows, d.q.pending, sink, from.Tx, from.ID, limit)
+	return rows, err
+}
+
+func (d *sqlDriver) checkpoint(ctx context.Context, sink string) (position, error) {
+	var p position
+	err := d.db.GetContext(ctx, &p, d.q.checkpoint, sink)
+	if errors.Is(err, sql.ErrNoRows) {
+		return position{}, nil
+	}
+	return p, err
+}
+
+func (d *sqlDriver) advance(ctx context.Context, sink, stream string, to position) error {
+	_, err := d.db.ExecContext(ctx, d.q.advance, sink, stream, to.Tx, to.ID)
+	return err
+}
+
+func (d *sqlDriver) backlog(ctx context.Context, sink string, from position) (count int, oldest int64, err error) {
+	err = d.db.QueryRowxContext(ctx, d.q.backlog, sink, from.Tx, from.ID).Scan(&count, &oldest)
+	return count, oldest, err
+}
+
+func (d *sqlDriver) refused(ctx context.Context, sink string, record int64, attempts int, nextAt int64, lastError string, parked bool) error {
+	p := 0
+	if parked {
+		p = 1
+	}
+	_, err := d.db.ExecContext(ctx, d.q.refused, sink, record, attempts, nextAt, lastError, p)
+	return err
+}
+
+func (d *sqlDriver) delivered(ctx context.Context, sink string, record int64) error {
+	_, err := d.db.ExecContext(ctx, d.q.delivered, sink, record)
+	return err
+}
+
+func (d *sqlDriver) retries(ctx context.Context, sink string) ([]retryRow, error) {
+	var rows []retryRow
+	err := d.db.SelectContext(ctx, &rows, d.q.attempts, sink)
+	return rows, err
+}
+
+func (d *sqlDriver) waiting(ctx context.Context, sink string) (int, error) {
+	var n int
+	err := d.db.GetContext(ctx, &n, d.q.waiting, sink)
+	return n, err
+}
+
+func (d *sqlDriver) parked(ctx context.Context, sink string) ([]parkedRow, error) {
+	var rows []parkedRow
+	err := d.db.SelectContext(ctx, &rows, d.q.parked, sink, sink)
+	return rows, err
+}
+
+// recordColumns are a recordRow's, from outbox_records r.
+const recordColumns = `r.id, r.tx, r.key, r.stream, r.type, r.body, r.recorded_at`
+
+// portable returns the statements, written once in the SQL both databases
+// speak (ON CONFLICT, row values), with a driver's horizon: the condition
+// on r.tx that a record's transaction can no longer be running. A driver
+// binds them to its placeholders.
+func portable(horizon string) statements {
+	q := statements{
+		write: `INSERT INTO outbox_records (key, stream, type, body, recorded_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (key) DO NOTHING`,
+		parked: `SELECT ` + recordColumns + `, a.sink, a.attempts, a.last_error
+FROM outbox_attempts a JOIN outbox_records r ON r.id = a.record
+WHERE a.parked = 1 AND (? = '' OR a.sink = ?) ORDER BY r.tx, r.id, a.sink`,
+		// pending reads a page of the records after the sink's checkpoint
+		// (tx, id) that no stream checkpoint passed: sink, tx, id, the
+		// horizon's condition, limit.
+		pending: `SELECT ` + recordColumns + `
+FROM outbox_records r
+LEFT JOIN outbox_checkpoints c ON c.sink = ? AND c.stream = r.stream
+WHERE (r.tx, r.id) > (?, ?) AND %s
+	AND (c.sink IS NULL OR (r.tx, r.id) > (c.tx, c.id))
+ORDER BY r.tx, r.id LIMIT ?`,
+		checkpoint: `SELECT tx, id FROM outbox_checkpoints WHERE sink = ? AND stream = ''`,
+		attempts:   `SELECT record, attempts, next_at, parked FROM outbox_attempts WHERE sink = ? AND parked = 0`,
+		// advance moves a checkpoint forward, never back: two relays of
+		// one sink deliver some records twice but skip none.
+		advance: `INSERT INTO outbox_checkpoints (sink, stream, tx, id) VALUES (?, ?, ?, ?)
+ON CONFLICT (sink, stream) DO UPDATE SET tx = excluded.tx, id = excluded.id
+WHERE (excluded.tx, excluded.id) > (outbox_checkpoints.tx, outbox_checkpoints.id)`,
+		refused: `INSERT INTO outbox_attempts (sink, record, attempts, next_at, last_error, parked) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (sink, record) DO UPDATE SET attempts = excluded.attempts, next_at = excluded.next_at,
+	last_error = excluded.last_error, parked = excluded.parked`,
+		delivered: `DELETE FROM outbox_attempts WHERE sink = ? AND record = ?`,
+		// backlog counts what pending would read without the horizon and
+		// the limit: sink, tx, id.
+		backlog: `SELECT COUNT(*), COALESCE(MIN(r.recorded_at), 0)
+FROM outbox_records r
+LEFT JOIN outbox_checkpoints c ON c.sink = ? AND c.stream = r.stream
+WHERE (r.tx, r.id) > (?, ?) AND (c.sink IS NULL OR (r.tx, r.id) > (c.tx, c.id))`,
+		waiting: `SELECT COUNT(*) FROM outbox_attempts WHERE sink = ? AND parked = 0`,
+	}
+	q.pending = fmt.Sprintf(q.pending, horizon)
+	return q
+}
+
+// rebind turns the statements' ? placeholders into bindType's.
+func (q statements) rebind(bindType int) statements {
+	for _, s := range []*string{&q.write, &q.parked, &q.pending, &q.checkpoint, &q.attempts, &q.advance, &q.refused, &q.delivered, &q.backlog, &q.waiting} {
+		*s = sqlx.Rebind(bindType, *s)
+	}
+	return q
+}

@@ -1,0 +1,145 @@
+package outbox
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/sqldbtest"
+)
+
+// TestDriverConformance holds every database's driver to the contract of
+// the driver interface, with one test body: writes, reads after the
+// checkpoint in commit order, checkpoints that move only forward,
+// refusals, and the horizon — a record that commits late with a lower id
+// is not skipped.
+func TestDriverConformance(t *testing.T) {
+	t.Parallel()
+	for _, backend := range sqldbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			t.Parallel()
+			db, dsn := backend.Open(t)
+			ctx := context.Background()
+			o, err := Open(ctx, db.DB)
+			require.NoError(t, err)
+			d := o.d
+			// SQLite has one writer: a transaction cannot commit beside
+			// another that is open, so no record can commit late there.
+			writersOverlap := backend.Name != "sqlite"
+
+			write := func(ext *sqldb.DB, keys ...string) {
+				t.Helper()
+				tx, err := ext.BeginTxx(ctx, nil)
+				require.NoError(t, err)
+				defer func() { _ = tx.Rollback() }()
+				for _, k := range keys {
+					require.NoError(t, d.write(ctx, tx, Record{Key: k, Stream: "s-" + k[:1], Type: "t", Body: []byte(k)}, 5))
+				}
+				require.NoError(t, tx.Commit())
+			}
+			keys := func(rows []recordRow) []string {
+				var out []string
+				for _, r := range rows {
+					out = append(out, r.Key)
+				}
+				return out
+			}
+			read := func(sink string, limit int) []recordRow {
+				t.Helper()
+				from, err := d.checkpoint(ctx, sink)
+				require.NoError(t, err)
+				rows, err := d.pending(ctx, sink, from, limit)
+				require.NoError(t, err)
+				return rows
+			}
+
+			t.Run("write and read after the checkpoint", func(t *testing.T) {
+				from, err := d.checkpoint(ctx, "w")
+				require.NoError(t, err)
+				require.Zero(t, from, "a sink without a checkpoint starts at the beginning")
+				write(db, "a1", "b1", "a2")
+				write(db, "a1") // a key stored already is left as it was
+				rows := read("w", 10)
+				require.Equal(t, []string{"a1", "b1", "a2"}, keys(rows))
+				require.Equal(t, "a1", string(rows[0].Body))
+				require.EqualValues(t, 5, rows[0].RecordedAt)
+				n, oldest, err := d.backlog(ctx, "w", position{})
+				require.NoError(t, err)
+				require.Equal(t, 3, n)
+				require.EqualValues(t, 5, oldest)
+
+				require.Equal(t, []string{"a1", "b1"}, keys(read("w", 2)), "limit")
+				first := rows[0]
+				require.NoError(t, d.advance(ctx, "w", "", position{first.Tx, first.Position}))
+				require.Equal(t, []string{"b1", "a2"}, keys(read("w", 10)))
+				require.NoError(t, d.advance(ctx, "w", "", position{}))
+				require.Equal(t, []string{"b1", "a2"}, keys(read("w", 10)), "a checkpoint never moves back")
+				// A stream's checkpoint passes that stream's records only.
+				a2 := rows[2]
+				require.NoError(t, d.advance(ctx, "w", "s-a", position{a2.Tx, a2.Position}))
+				require.Equal(t, []string{"b1"}, keys(read("w", 10)))
+				require.Equal(t, []string{"a1", "b1", "a2"}, keys(read("other", 10)), "checkpoints are per sink")
+			})
+
+			t.Run("refusals", func(t *testing.T) {
+				write(db, "c1", "c2")
+				rows := read("r", 10)
+				rows = rows[len(rows)-2:]
+				require.Equal(t, []string{"c1", "c2"}, keys(rows))
+				require.NoError(t, d.refused(ctx, "r", rows[0].Position, 1, 77, "no", false))
+				require.NoError(t, d.refused(ctx, "r", rows[1].Position, 3, 78, "never", true))
+				retries, err := d.retries(ctx, "r")
+				require.NoError(t, err)
+				require.Equal(t, []retryRow{{Record: rows[0].Position, Attempts: 1, NextAt: 77}}, retries)
+				n, err := d.waiting(ctx, "r")
+				require.NoError(t, err)
+				require.Equal(t, 1, n)
+				parked, err := d.parked(ctx, "")
+				require.NoError(t, err)
+				require.Len(t, parked, 1)
+				require.Equal(t, "c2", parked[0].Key)
+				require.Equal(t, "r", parked[0].Sink)
+				require.Equal(t, 3, parked[0].Attempts)
+				require.Equal(t, "never", parked[0].LastError)
+				require.NoError(t, d.delivered(ctx, "r", rows[0].Position))
+				n, err = d.waiting(ctx, "r")
+				require.NoError(t, err)
+				require.Zero(t, n)
+			})
+
+			t.Run("a record that commits late is not skipped", func(t *testing.T) {
+				other, err := sqldb.Open(ctx, dsn) // a second process
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = other.Close() })
+				require.NoError(t, d.advance(ctx, "h", "", position{}))
+				// The late transaction takes the lower id first.
+				late, err := db.BeginTxx(ctx, nil)
+				require.NoError(t, err)
+				defer func() { _ = late.Rollback() }()
+				require.NoError(t, d.write(ctx, late, Record{Key: "l-late", Stream: "l", Type: "t", Body: []byte("late")}, 5))
+				if writersOverlap {
+					write(other, "m-early") // commits first, with a higher id
+				}
+				// Read while the late transaction is open, then move the
+				// checkpoint past all that was read, as a relay would.
+				seen := read("h", 100)
+				require.NoError(t, late.Commit())
+				for _, r := range seen {
+					require.NotEqual(t, "l-late", r.Key)
+					require.NoError(t, d.advance(ctx, "h", "", position{r.Tx, r.Position}))
+				}
+				if !writersOverlap {
+					write(other, "m-early")
+				}
+				// Eventually: the horizon is the oldest transaction running on
+				// the whole server, which other tests' may hold back.
+				require.Eventually(t, func() bool { return slices.Contains(keys(read("h", 100)), "l-late") }, 10*time.Second, 10*time.Millisecond,
+					"the record that committed late was skipped")
+			})
+		})
+	}
+}
