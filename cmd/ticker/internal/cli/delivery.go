@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -91,8 +90,10 @@ type relay struct {
 	r    *outbox.Relay
 	wake chan struct{}
 
+	// late records a delivery's lateness (metrics.watchRelays; nil
+	// records nothing), lateMax the largest, in seconds.
+	late    func(time.Duration)
 	mu      sync.Mutex
-	lateSum float64 // seconds, of the deliveries counted in r.Stats
 	lateMax float64
 }
 
@@ -137,15 +138,17 @@ func openDelivery(ctx context.Context, db *sqldb.DB, senders []sender, backoff t
 func (rl *relay) observer(logger *slog.Logger) outbox.Observer {
 	return outbox.Observer{
 		Delivered: func(_ outbox.Message, late time.Duration) {
+			if rl.late != nil {
+				rl.late(late)
+			}
 			rl.mu.Lock()
 			defer rl.mu.Unlock()
-			rl.lateSum += late.Seconds()
 			rl.lateMax = max(rl.lateMax, late.Seconds())
 		},
 		Refused: func(m outbox.Message, err error, next time.Time) {
 			// Once per record: a receiver down for an hour would otherwise
 			// log every retry of every record behind it. The later
-			// refusals are counted (passage_delivery_refused_total).
+			// refusals are counted (passage_delivery_records_refused_total).
 			if m.Attempt == 1 {
 				logger.Warn("delivery refused; retried with backoff under the same key (further refusals of it are counted, not logged)",
 					"sink", rl.name, "key", m.Key, "type", m.Type, "next_attempt", next, "err", err)
@@ -440,48 +443,4 @@ func (d *delivery) health(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// writeMetrics writes each sink's delivery counts (this process's relay),
-// and its parked records and backlog (the database's).
-func (d *delivery) writeMetrics(ctx context.Context, w io.Writer) {
-	type row struct {
-		stats           outbox.Stats
-		lateSum, late   float64
-		parked, pending int
-		ok              bool
-	}
-	rows := make([]row, len(d.relays))
-	for i, rl := range d.relays {
-		rl.mu.Lock()
-		rows[i] = row{stats: rl.r.Stats(), lateSum: rl.lateSum, late: rl.lateMax}
-		rl.mu.Unlock()
-		parked, err := d.box.Parked(ctx, rl.name)
-		b, berr := rl.r.Backlog(ctx)
-		rows[i].parked, rows[i].pending, rows[i].ok = len(parked), b.Pending, err == nil && berr == nil
-	}
-	series := []struct {
-		name, help, kind string
-		value            func(row) float64
-		db               bool
-	}{
-		{"passage_delivery_delivered_total", "Records a sink took (this process's relay).", "counter", func(r row) float64 { return float64(r.stats.Delivered) }, false},
-		{"passage_delivery_refused_total", "Deliveries a sink refused, each retried with backoff or parked (this process's relay).", "counter", func(r row) float64 { return float64(r.stats.Refused) }, false},
-		{"passage_delivery_parked_total", "Records parked after too many refusals (this process's relay).", "counter", func(r row) float64 { return float64(r.stats.Parked) }, false},
-		{"passage_delivery_pass_failures_total", "Relay passes that failed on the database.", "counter", func(r row) float64 { return float64(r.stats.Failed) }, false},
-		{"passage_delivery_lateness_seconds_sum", "Sum of the delays between a record's commit and its delivery.", "counter", func(r row) float64 { return r.lateSum }, false},
-		{"passage_delivery_lateness_seconds_count", "Deliveries whose delay is in the sum.", "counter", func(r row) float64 { return float64(r.stats.Delivered) }, false},
-		{"passage_delivery_lateness_seconds_max", "Largest delay between a record's commit and its delivery.", "gauge", func(r row) float64 { return r.late }, false},
-		{"passage_delivery_parked", "Records parked for the sink, in the database.", "gauge", func(r row) float64 { return float64(r.parked) }, true},
-		{"passage_delivery_backlog", "Committed records the sink has yet to take, in the database.", "gauge", func(r row) float64 { return float64(r.pending) }, true},
-	}
-	for _, s := range series {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", s.name, s.help, s.name, s.kind)
-		for i, rl := range d.relays {
-			if s.db && !rows[i].ok {
-				continue
-			}
-			fmt.Fprintf(w, "%s{sink=%q} %g\n", s.name, rl.name, s.value(rows[i]))
-		}
-	}
 }

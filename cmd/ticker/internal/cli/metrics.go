@@ -1,14 +1,16 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/schedule"
@@ -16,21 +18,124 @@ import (
 	"github.com/passage-of-time/passage/todolist"
 )
 
-// metrics counts what the ticker does, for the Prometheus text format on
-// /metrics. It is written by the ticker's observer and read by scrapes.
+// The figures of /metrics, recorded through the OpenTelemetry metric API
+// and exposed by the Prometheus exporter (telemetry.go). The names follow
+// the style of the OpenTelemetry semantic conventions — dotted, under the
+// package that knows the figure, the unit in the instrument's unit and
+// not in its name — and are the names the libraries will record under
+// when they take the recording over (tick, schedule, todolist and the
+// outbox, with a MeterProvider option): a dashboard or an alert written
+// against them now keeps working then. Attributes are bounded: a unit of
+// time, a list's name, a sink's name; never an item's ID. The exporter
+// turns the dots into underscores and adds _total to counters and the
+// unit (_seconds) to the others:
+//
+//	instrument                          exported as                              attribute
+//	passage.tick.boundaries.emitted     passage_tick_boundaries_emitted_total    unit
+//	passage.tick.boundaries.skipped     passage_tick_boundaries_skipped_total    unit
+//	passage.tick.publish.failures       passage_tick_publish_failures_total      unit
+//	passage.tick.emission.lag           passage_tick_emission_lag_seconds        unit   (histogram: boundary to publication)
+//	passage.tick.emission.lag.max       passage_tick_emission_lag_max_seconds    unit
+//	passage.tick.store.failures         passage_tick_store_failures_total
+//	passage.schedule.runs.fired         passage_schedule_runs_fired_total               (fired and committed by this process)
+//	passage.schedule.run.lateness       passage_schedule_run_lateness_seconds           (histogram: slot to firing)
+//	passage.schedule.run.lateness.max   passage_schedule_run_lateness_max_seconds
+//	passage.delivery.records.delivered  passage_delivery_records_delivered_total sink   (this process's relay)
+//	passage.delivery.records.refused    passage_delivery_records_refused_total   sink
+//	passage.delivery.records.parked     passage_delivery_records_parked_total    sink
+//	passage.delivery.pass.failures      passage_delivery_pass_failures_total     sink
+//	passage.delivery.lateness           passage_delivery_lateness_seconds        sink   (histogram: commit to delivery)
+//	passage.delivery.lateness.max       passage_delivery_lateness_max_seconds    sink
+//	passage.delivery.backlog            passage_delivery_backlog                 sink   (read from the database)
+//	passage.delivery.parked             passage_delivery_parked                  sink   (read from the database)
+//	passage.todolist.backlog            passage_todolist_backlog                 list   (read from the database, as the rest)
+//	passage.todolist.due                passage_todolist_due                     list
+//	passage.todolist.parked             passage_todolist_parked                  list
+//	passage.todolist.items.completed    passage_todolist_items_completed_total   list
+//	passage.todolist.attempts.failed    passage_todolist_attempts_failed_total   list
+//	passage.todolist.items.parked       passage_todolist_items_parked_total      list
+//
+// A histogram is exported as _bucket, _sum and _count series. The
+// hand-written exposition this replaces named them passage_ticks_emitted_total,
+// passage_ticks_skipped_total, passage_publish_failures_total,
+// passage_emission_lag_seconds_{sum,count,max}, passage_store_failures_total,
+// passage_schedule_runs_total, passage_schedule_run_lateness_seconds_{sum,count,max},
+// passage_delivery_{delivered,refused,parked}_total (now
+// passage_delivery_records_…) and passage_todo_{pending,due,parked,
+// completed_total,failures_total,parkings_total}.
+
+// Bucket bounds of the lateness histograms, in seconds: a boundary or a
+// run is normally late by milliseconds, after downtime by hours or days.
+var latenessBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 6 * 3600, 24 * 3600, 7 * 24 * 3600}
+
+// scrapeTimeout bounds the database reads of one collection: the exporter
+// collects without the request's context.
+const scrapeTimeout = 5 * time.Second
+
+// metrics is what "ticker run" records of its ticker, its schedule runs
+// and its relays: the OpenTelemetry instruments, and the per-unit counts
+// and largest delays that the "run --once" line, the dashboard and the
+// .max gauges read back.
 type metrics struct {
 	mu       sync.Mutex
 	emitted  map[tick.Unit]int64
 	skipped  map[tick.Unit]int64
 	failures map[tick.Unit]int64
-	lagSum   map[tick.Unit]float64
 	lagMax   map[tick.Unit]float64
-	storeErr int64
+	// The largest delay from a run's slot to its firing (a jittered slot
+	// counts its jitter).
+	runLateMax float64
 
-	// The schedule runs this process fired and committed, and their
-	// lateness: slot to fired_at (a jittered slot counts its jitter).
-	runs                   int64
-	runLateSum, runLateMax float64
+	emittedC, skippedC, failuresC, storeC, runsC metric.Int64Counter
+	lag, runLateness, deliveryLateness           metric.Float64Histogram
+}
+
+// newMetrics makes the instruments of meter, with each unit's counters at
+// zero so that their series exist before the first boundary passes.
+func newMetrics(meter metric.Meter, units []tick.Unit) (*metrics, error) {
+	m := &metrics{
+		emitted: map[tick.Unit]int64{}, skipped: map[tick.Unit]int64{}, failures: map[tick.Unit]int64{},
+		lagMax: map[tick.Unit]float64{},
+	}
+	var errs instrumentErrors
+	m.emittedC = errs.counter(meter, "passage.tick.boundaries.emitted", "{boundary}", "Boundaries published.")
+	m.skippedC = errs.counter(meter, "passage.tick.boundaries.skipped", "{boundary}", "Boundaries a catch-up policy did not emit (reported as TicksSkipped).")
+	m.failuresC = errs.counter(meter, "passage.tick.publish.failures", "{failure}", "Failed attempts to record a boundary in the outbox (or to fire its schedules); the boundary is retried at the next wake-up.")
+	m.storeC = errs.counter(meter, "passage.tick.store.failures", "{failure}", "Failed cursor or lease store calls.")
+	m.runsC = errs.counter(meter, "passage.schedule.runs.fired", "{run}", "Schedule runs this process fired and committed.")
+	m.lag = errs.histogram(meter, "passage.tick.emission.lag", "Delay between a boundary and its publication.")
+	m.runLateness = errs.histogram(meter, "passage.schedule.run.lateness", "Delay between a run's slot and its firing.")
+	m.deliveryLateness = errs.histogram(meter, "passage.delivery.lateness", "Delay between a record's commit and its delivery.")
+	lagMax := errs.gauge(meter, "passage.tick.emission.lag.max", "s", "Largest delay between a boundary and its publication.")
+	runLateMax := errs.gauge(meter, "passage.schedule.run.lateness.max", "s", "Largest delay between a run's slot and its firing.")
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	if _, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for u, v := range m.lagMax {
+			o.ObserveFloat64(lagMax, v, unitAttr(u))
+		}
+		o.ObserveFloat64(runLateMax, m.runLateMax)
+		return nil
+	}, lagMax, runLateMax); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	ctx := context.Background()
+	for _, u := range units {
+		m.emittedC.Add(ctx, 0, unitAttr(u))
+		m.skippedC.Add(ctx, 0, unitAttr(u))
+		m.failuresC.Add(ctx, 0, unitAttr(u))
+	}
+	m.storeC.Add(ctx, 0)
+	m.runsC.Add(ctx, 0)
+	return m, nil
+}
+
+// unitAttr is the attribute of a unit's series.
+func unitAttr(u tick.Unit) metric.MeasurementOption {
+	return metric.WithAttributes(attribute.String("unit", string(u)))
 }
 
 // ranRun counts a committed schedule run; nil-safe for commands that keep
@@ -39,85 +144,190 @@ func (m *metrics) ranRun(r schedule.Run) {
 	if m == nil {
 		return
 	}
+	late := max(r.FiredAt.Sub(r.Slot), 0).Seconds()
+	m.runsC.Add(context.Background(), 1)
+	m.runLateness.Record(context.Background(), late)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	late := max(r.FiredAt.Sub(r.Slot), 0).Seconds()
-	m.runs++
-	m.runLateSum += late
 	m.runLateMax = max(m.runLateMax, late)
 }
 
-// The metrics are per unit; the to-do list figures are read from the database
-// at each scrape, so they cover the processors of every process.
-
-func newMetrics() *metrics {
-	return &metrics{
-		emitted: map[tick.Unit]int64{}, skipped: map[tick.Unit]int64{}, failures: map[tick.Unit]int64{},
-		lagSum: map[tick.Unit]float64{}, lagMax: map[tick.Unit]float64{},
-	}
-}
-
 func (m *metrics) observer() tick.Observer {
+	ctx := context.Background()
 	return tick.Observer{
 		Emitted: func(e tick.Event, lag time.Duration) {
+			u := e.Unit()
+			m.emittedC.Add(ctx, 1, unitAttr(u))
+			m.lag.Record(ctx, lag.Seconds(), unitAttr(u))
 			m.mu.Lock()
 			defer m.mu.Unlock()
-			u := e.Unit()
 			m.emitted[u]++
-			m.lagSum[u] += lag.Seconds()
 			m.lagMax[u] = max(m.lagMax[u], lag.Seconds())
 		},
 		Skipped: func(s tick.TicksSkipped) {
+			m.skippedC.Add(ctx, s.Count, unitAttr(s.Unit))
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			m.skipped[s.Unit] += s.Count
 		},
 		PublishFailed: func(u tick.Unit, _ time.Time, _ error) {
+			m.failuresC.Add(ctx, 1, unitAttr(u))
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			m.failures[u]++
 		},
 		StoreFailed: func(error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.storeErr++
+			m.storeC.Add(ctx, 1)
 		},
 	}
 }
 
-// handler serves /healthz and /metrics. Both only read: /healthz asks the
-// ticker whether its last pass worked, pings the database and reads each
-// sink's parked records and backlog; /metrics reads the to-do lists with
-// plain SELECTs (readonly.go), never migrating or taking the write lock.
-func (m *metrics) handler(ticker *tick.Ticker, db *sqldb.DB, out *delivery, clock clockwork.Clock) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := ticker.Health(); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
+// watchRelays records each relay's deliveries: the lateness of each
+// (through the relay's observer) and its counts (read from the relay at
+// each collection). It must be called before the relays run.
+func (m *metrics) watchRelays(meter metric.Meter, out *delivery) error {
+	var errs instrumentErrors
+	delivered := errs.observableCounter(meter, "passage.delivery.records.delivered", "{record}", "Records a sink took (this process's relay).")
+	refused := errs.observableCounter(meter, "passage.delivery.records.refused", "{delivery}", "Deliveries a sink refused, each retried with backoff or parked (this process's relay).")
+	parked := errs.observableCounter(meter, "passage.delivery.records.parked", "{record}", "Records parked after too many refusals (this process's relay).")
+	failed := errs.observableCounter(meter, "passage.delivery.pass.failures", "{pass}", "Relay passes that failed on the database.")
+	lateMax := errs.gauge(meter, "passage.delivery.lateness.max", "s", "Largest delay between a record's commit and its delivery.")
+	if err := errs.err(); err != nil {
+		return err
+	}
+	for _, rl := range out.relays {
+		attr := metric.WithAttributes(attribute.String("sink", rl.name))
+		rl.late = func(late time.Duration) { m.deliveryLateness.Record(context.Background(), late.Seconds(), attr) }
+	}
+	_, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for _, rl := range out.relays {
+			attr := metric.WithAttributes(attribute.String("sink", rl.name))
+			s := rl.r.Stats()
+			o.ObserveInt64(delivered, s.Delivered, attr)
+			o.ObserveInt64(refused, s.Refused, attr)
+			o.ObserveInt64(parked, s.Parked, attr)
+			o.ObserveInt64(failed, s.Failed, attr)
+			rl.mu.Lock()
+			o.ObserveFloat64(lateMax, rl.lateMax, attr)
+			rl.mu.Unlock()
 		}
-		if err := db.PingContext(r.Context()); err != nil {
-			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		if err := out.health(r.Context()); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		m.write(w)
-		out.writeMetrics(r.Context(), w)
-		lists, err := todolist.ReadStats(r.Context(), db, clock.Now())
+		return nil
+	}, delivered, refused, parked, failed, lateMax)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}
+
+// watchDatabase registers the figures read from db at each collection,
+// with plain SELECTs (readonly.go) that never migrate or take the write
+// lock: every to-do list's (the schedules' next slots are the items of
+// one), so they count the processors of every process, and, when out has
+// relays, each sink's backlog and parked records. A collection whose reads
+// fail shows none of them (the SDK reports the error through the
+// OpenTelemetry error handler, which logs it).
+func watchDatabase(meter metric.Meter, db *sqldb.DB, clock clockwork.Clock, out *delivery) error {
+	var errs instrumentErrors
+	backlog := errs.intGauge(meter, "passage.todolist.backlog", "{item}", "Items waiting on a to-do list (not parked).")
+	due := errs.intGauge(meter, "passage.todolist.due", "{item}", "Pending items whose due time has come.")
+	parked := errs.intGauge(meter, "passage.todolist.parked", "{item}", "Items parked after too many failed attempts.")
+	completed := errs.observableCounter(meter, "passage.todolist.items.completed", "{item}", "Items processors completed and removed, by every process.")
+	failures := errs.observableCounter(meter, "passage.todolist.attempts.failed", "{attempt}", "Failed attempts recorded by processors (version conflicts excluded).")
+	parkings := errs.observableCounter(meter, "passage.todolist.items.parked", "{item}", "Times an item was parked.")
+	sinkBacklog := errs.intGauge(meter, "passage.delivery.backlog", "{record}", "Committed records the sink has yet to take, in the database.")
+	sinkParked := errs.intGauge(meter, "passage.delivery.parked", "{record}", "Records parked for the sink, in the database.")
+	if err := errs.err(); err != nil {
+		return err
+	}
+	type sinkRow struct {
+		name            string
+		pending, parked int
+	}
+	_, err := meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+		defer cancel()
+		lists, err := todolist.ReadStats(ctx, db, clock.Now())
 		if err != nil {
-			fmt.Fprintf(w, "# to-do lists unavailable: %v\n", err)
-			return
+			return fmt.Errorf("/metrics: read the to-do lists: %w", err)
 		}
-		writeListMetrics(w, lists)
-	})
-	return mux
+		var sinks []sinkRow
+		if out != nil {
+			for _, rl := range out.relays {
+				p, err := out.box.Parked(ctx, rl.name)
+				if err != nil {
+					return fmt.Errorf("/metrics: read the parked records of %s: %w", rl.name, err)
+				}
+				b, err := rl.r.Backlog(ctx)
+				if err != nil {
+					return fmt.Errorf("/metrics: read the backlog of %s: %w", rl.name, err)
+				}
+				sinks = append(sinks, sinkRow{rl.name, b.Pending, len(p)})
+			}
+		}
+		for _, l := range lists {
+			attr := metric.WithAttributes(attribute.String("list", l.Name))
+			o.ObserveInt64(backlog, int64(l.Pending), attr)
+			o.ObserveInt64(due, int64(l.Due), attr)
+			o.ObserveInt64(parked, int64(l.Parked), attr)
+			o.ObserveInt64(completed, int64(l.Completed), attr)
+			o.ObserveInt64(failures, int64(l.Failures), attr)
+			o.ObserveInt64(parkings, int64(l.Parkings), attr)
+		}
+		for _, s := range sinks {
+			attr := metric.WithAttributes(attribute.String("sink", s.name))
+			o.ObserveInt64(sinkBacklog, int64(s.pending), attr)
+			o.ObserveInt64(sinkParked, int64(s.parked), attr)
+		}
+		return nil
+	}, backlog, due, parked, completed, failures, parkings, sinkBacklog, sinkParked)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}
+
+// instrumentErrors collects the errors of making several instruments, so
+// that a list of them reads as a list.
+type instrumentErrors []error
+
+func (e *instrumentErrors) add(name string, err error) {
+	if err != nil {
+		*e = append(*e, fmt.Errorf("metrics: instrument %s: %w", name, err))
+	}
+}
+
+func (e instrumentErrors) err() error { return errors.Join(e...) }
+
+func (e *instrumentErrors) counter(meter metric.Meter, name, unit, desc string) metric.Int64Counter {
+	c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	e.add(name, err)
+	return c
+}
+
+// histogram makes a histogram of delays in seconds.
+func (e *instrumentErrors) histogram(meter metric.Meter, name, desc string) metric.Float64Histogram {
+	h, err := meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+		metric.WithExplicitBucketBoundaries(latenessBuckets...))
+	e.add(name, err)
+	return h
+}
+
+func (e *instrumentErrors) gauge(meter metric.Meter, name, unit, desc string) metric.Float64ObservableGauge {
+	g, err := meter.Float64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	e.add(name, err)
+	return g
+}
+
+func (e *instrumentErrors) intGauge(meter metric.Meter, name, unit, desc string) metric.Int64ObservableGauge {
+	g, err := meter.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	e.add(name, err)
+	return g
+}
+
+func (e *instrumentErrors) observableCounter(meter metric.Meter, name, unit, desc string) metric.Int64ObservableCounter {
+	c, err := meter.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	e.add(name, err)
+	return c
 }
 
 // summary is the line "run --once" prints: what it emitted and where the
@@ -160,72 +370,4 @@ func (m *metrics) summary(before, after map[tick.Unit]time.Time, loc *time.Locat
 		line += "; cursors at " + strings.Join(cursors, ", ")
 	}
 	return line + "; lease released"
-}
-
-func (m *metrics) write(w http.ResponseWriter) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	series := []struct {
-		name, help, kind string
-		values           map[tick.Unit]float64
-	}{
-		{"passage_ticks_emitted_total", "Boundaries published.", "counter", floats(m.emitted)},
-		{"passage_ticks_skipped_total", "Boundaries a catch-up policy did not emit (reported as TicksSkipped).", "counter", floats(m.skipped)},
-		{"passage_publish_failures_total", "Failed attempts to record a boundary in the outbox (or to fire its schedules); the boundary is retried at the next wake-up.", "counter", floats(m.failures)},
-		{"passage_emission_lag_seconds_sum", "Sum of the delays between a boundary and its publication.", "counter", m.lagSum},
-		{"passage_emission_lag_seconds_count", "Boundaries whose delay is in the sum.", "counter", floats(m.emitted)},
-		{"passage_emission_lag_seconds_max", "Largest delay between a boundary and its publication.", "gauge", m.lagMax},
-	}
-	for _, s := range series {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", s.name, s.help, s.name, s.kind)
-		for _, u := range sortedUnits(s.values) {
-			fmt.Fprintf(w, "%s{unit=%q} %g\n", s.name, u, s.values[u])
-		}
-	}
-	fmt.Fprintf(w, "# HELP passage_store_failures_total Failed cursor or lease store calls.\n# TYPE passage_store_failures_total counter\npassage_store_failures_total %d\n", m.storeErr)
-	fmt.Fprintf(w, "# HELP passage_schedule_runs_total Schedule runs this process fired and committed.\n# TYPE passage_schedule_runs_total counter\npassage_schedule_runs_total %d\n", m.runs)
-	fmt.Fprintf(w, "# HELP passage_schedule_run_lateness_seconds_sum Sum of the delays between a run's slot and its firing.\n# TYPE passage_schedule_run_lateness_seconds_sum counter\npassage_schedule_run_lateness_seconds_sum %g\n", m.runLateSum)
-	fmt.Fprintf(w, "# HELP passage_schedule_run_lateness_seconds_count Runs whose delay is in the sum.\n# TYPE passage_schedule_run_lateness_seconds_count counter\npassage_schedule_run_lateness_seconds_count %d\n", m.runs)
-	fmt.Fprintf(w, "# HELP passage_schedule_run_lateness_seconds_max Largest delay between a run's slot and its firing.\n# TYPE passage_schedule_run_lateness_seconds_max gauge\npassage_schedule_run_lateness_seconds_max %g\n", m.runLateMax)
-}
-
-func writeListMetrics(w http.ResponseWriter, lists []todolist.ListStats) {
-	gauges := []struct {
-		name, help string
-		value      func(todolist.Stats) float64
-	}{
-		{"passage_todo_pending", "Items waiting on a to-do list (not parked).", func(s todolist.Stats) float64 { return float64(s.Pending) }},
-		{"passage_todo_due", "Pending items whose due time has come.", func(s todolist.Stats) float64 { return float64(s.Due) }},
-		{"passage_todo_parked", "Items parked after too many failed attempts.", func(s todolist.Stats) float64 { return float64(s.Parked) }},
-		{"passage_todo_completed_total", "Items processors completed and removed, by every process.", func(s todolist.Stats) float64 { return float64(s.Completed) }},
-		{"passage_todo_failures_total", "Failed attempts recorded by processors (version conflicts excluded).", func(s todolist.Stats) float64 { return float64(s.Failures) }},
-		{"passage_todo_parkings_total", "Times an item was parked.", func(s todolist.Stats) float64 { return float64(s.Parkings) }},
-	}
-	for _, g := range gauges {
-		kind := "gauge"
-		if strings.HasSuffix(g.name, "_total") {
-			kind = "counter"
-		}
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", g.name, g.help, g.name, kind)
-		for _, l := range lists {
-			fmt.Fprintf(w, "%s{list=%q} %g\n", g.name, l.Name, g.value(l.Stats))
-		}
-	}
-}
-
-func floats(m map[tick.Unit]int64) map[tick.Unit]float64 {
-	out := make(map[tick.Unit]float64, len(m))
-	for k, v := range m {
-		out[k] = float64(v)
-	}
-	return out
-}
-
-func sortedUnits(m map[tick.Unit]float64) []tick.Unit {
-	units := make([]tick.Unit, 0, len(m))
-	for u := range m {
-		units = append(units, u)
-	}
-	sort.Slice(units, func(i, j int) bool { return units[i] < units[j] })
-	return units
 }

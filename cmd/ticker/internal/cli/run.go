@@ -117,12 +117,20 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("prepare cursor store in %s: %w", redact(f.db), err)
 	}
-	metrics := newMetrics()
 	holder := f.holder
 	if holder == "" {
 		holder = tick.NewHolderID()
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{ReplaceAttr: losslessTimes}))
+	tel, err := startTelemetry(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer tel.close()
+	metrics, err := newMetrics(tel.meter(), mustUnits(f.units))
+	if err != nil {
+		return err
+	}
 	opts = append(opts,
 		tick.WithLease(holder, f.leaseTTL),
 		tick.WithObserver(metrics.observer()),
@@ -132,6 +140,12 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	// relays deliver it after the commit (delivery.go).
 	out, err := openDelivery(ctx, db, senders, f.backoff, f.attempts, clock, logger)
 	if err != nil {
+		return err
+	}
+	if err := metrics.watchRelays(tel.meter(), out); err != nil {
+		return err
+	}
+	if err := watchDatabase(tel.meter(), db, clock, out); err != nil {
 		return err
 	}
 	var pub tick.Publisher = out
@@ -201,7 +215,7 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	}
 	started := fmt.Sprintf("running as %s: units %s in %s, delivering to %s, while this process holds the lease (SIGINT or SIGTERM stops it within %s)",
 		holder, f.units, loc, strings.Join(sinks, " and "), env.stopTimeout())
-	return serve(ctx, env, ticker, store, db, out, metrics, f.httpAddr, clock, dash, started, loc)
+	return serve(ctx, env, ticker, store, db, out, tel, f.httpAddr, dash, started, loc)
 }
 
 // interrupted ends "run --once" or "run --until" stopped by a signal
@@ -374,7 +388,7 @@ func losslessTimes(_ []string, a slog.Attr) slog.Attr {
 // holder; the lease is released either way, and a line on stderr says
 // where the cursors are and how many records were left. A stop cut short
 // by its bound is not a failure: nothing is lost.
-func serve(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStore, db *sqldb.DB, out *delivery, m *metrics, addr string, clock clockwork.Clock, dash http.Handler, started string, loc *time.Location) error {
+func serve(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLStore, db *sqldb.DB, out *delivery, tel *telemetry, addr string, dash http.Handler, started string, loc *time.Location) error {
 	var srv *http.Server
 	if addr != "" {
 		ln, err := net.Listen("tcp", addr)
@@ -382,9 +396,9 @@ func serve(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLSto
 			return fmt.Errorf("--http %s: %w", addr, err)
 		}
 		mux := http.NewServeMux()
-		health := m.handler(ticker, db, out, clock)
-		mux.Handle("/healthz", health)
-		mux.Handle("/metrics", health)
+		obs := observability(runHealth(ticker, db, out), tel)
+		mux.Handle("/healthz", obs)
+		mux.Handle("/metrics", obs)
 		mux.Handle("/", dash)
 		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()

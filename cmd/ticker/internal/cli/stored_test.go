@@ -964,10 +964,10 @@ func TestMetricsCountScheduleRunsAndTheirLateness(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	for _, want := range []string{
-		"passage_schedule_runs_total 2\n",
+		"passage_schedule_runs_fired_total 2\n",
 		"passage_schedule_run_lateness_seconds_sum 60\n",
 		"passage_schedule_run_lateness_seconds_count 2\n",
-		"passage_schedule_run_lateness_seconds_max 30\n",
+		"passage_schedule_run_lateness_max_seconds 30\n",
 	} {
 		require.Contains(t, string(body), want)
 	}
