@@ -62,6 +62,14 @@
 // Africa/Monrovia's -00:44:30 until 1972) where RFC 3339 would drop them;
 // errors and log lines print instants the same way.
 //
+// [SQLStore] keeps the cursors and the lease through a driver per
+// database: it calls an unexported interface (driver.go), and each
+// database's statements live in its own file (driver_sqlite.go,
+// driver_postgres.go), picked once when the store opens. Unlike River's
+// public driver packages, nothing of this shows in the API and no package
+// gains an import: drivers are not a user's extension point (yet), and a
+// third database is a new pair of files and a line in newDriver.
+//
 // # Tests
 //
 // AdvanceAndWait advances a fake clock and waits, on a signal rather than a

@@ -2,8 +2,6 @@ package tick
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -16,28 +14,12 @@ import (
 // that opens the same database. It keeps one row per unit (tick_cursors) and
 // one lease row (tick_lease); instants are stored as sqldb.EncodeTime values.
 type SQLStore struct {
-	db *sqlx.DB
+	d driver
 }
 
 var _ CursorStore = (*SQLStore)(nil)
 
-// leaseName keys the single lease row; the column leaves room for several
-// independent ticker groups in one database later.
-const leaseName = "ticker"
-
-var migrations = []sqldb.Migration{{
-	Version: 1,
-	SQLite: `CREATE TABLE tick_cursors (
-	unit     TEXT PRIMARY KEY,
-	boundary BIGINT NOT NULL
-);
-CREATE TABLE tick_lease (
-	name       TEXT PRIMARY KEY,
-	holder     TEXT NOT NULL,
-	term       BIGINT NOT NULL,
-	expires_at BIGINT NOT NULL
-);`,
-}}
+var migrations = []sqldb.Migration{{Version: 1, SQLite: sqliteSchema}}
 
 // NewSQLStore returns a store on db, creating its tables (component "tick")
 // when they do not exist. db is any handle opened on SQLite
@@ -56,24 +38,20 @@ func NewSQLStore(ctx context.Context, db *sqlx.DB) (*SQLStore, error) {
 	if err := sqldb.Migrate(ctx, db, "tick", migrations); err != nil {
 		return nil, fmt.Errorf("tick: create cursor tables: %w", err)
 	}
-	return &SQLStore{db: db}, nil
+	return &SQLStore{d: newDriver(db)}, nil
 }
 
 // Cursor implements CursorStore.
 func (s *SQLStore) Cursor(ctx context.Context, unit Unit) (time.Time, error) {
-	var ns int64
-	err := s.db.GetContext(ctx, &ns, s.db.Rebind(`SELECT boundary FROM tick_cursors WHERE unit = ?`), string(unit))
-	if errors.Is(err, sql.ErrNoRows) {
-		return time.Time{}, nil
-	}
+	ns, ok, err := s.d.cursor(ctx, unit)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("tick: load %s cursor: %w", unit, err)
 	}
+	if !ok {
+		return time.Time{}, nil
+	}
 	return sqldb.DecodeTime(ns), nil
 }
-
-// fence is the condition a cursor write adds when it carries a term.
-const fence = ` AND EXISTS (SELECT 1 FROM tick_lease WHERE name = ? AND term = ?)`
 
 // Advance implements CursorStore. The write and both checks are one
 // statement, so a replica that lost the lease between its check and its
@@ -83,33 +61,19 @@ func (s *SQLStore) Advance(ctx context.Context, unit Unit, from, to time.Time, t
 		return fmt.Errorf("tick: advance %s cursor: %w", unit, err)
 	}
 	var (
-		query string
-		args  []any
+		moved bool
+		err   error
 	)
 	if from.IsZero() {
-		// WHERE before ON CONFLICT is also what lets SQLite parse
-		// INSERT … SELECT … ON CONFLICT unambiguously.
-		query = `INSERT INTO tick_cursors (unit, boundary) SELECT ?, ? WHERE 1 = 1`
-		args = []any{string(unit), sqldb.EncodeTime(to)}
-		if term != 0 {
-			query += fence
-			args = append(args, leaseName, term)
-		}
-		query += ` ON CONFLICT (unit) DO NOTHING`
+		moved, err = s.d.createCursor(ctx, unit, sqldb.EncodeTime(to), term)
 	} else {
-		query = `UPDATE tick_cursors SET boundary = ? WHERE unit = ? AND boundary = ?`
-		args = []any{sqldb.EncodeTime(to), string(unit), sqldb.EncodeTime(from)}
-		if term != 0 {
-			query += fence
-			args = append(args, leaseName, term)
+		moved, err = s.d.moveCursor(ctx, unit, sqldb.EncodeTime(from), sqldb.EncodeTime(to), term)
+	}
+	if err != nil || moved {
+		if err != nil {
+			return fmt.Errorf("tick: advance %s cursor to %s: %w", unit, FormatTime(to), err)
 		}
-	}
-	res, err := s.db.ExecContext(ctx, s.db.Rebind(query), args...)
-	if err != nil {
-		return fmt.Errorf("tick: advance %s cursor to %s: %w", unit, FormatTime(to), err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return err
+		return nil
 	}
 	// Refused: say why, for the logs; the outcome is decided already.
 	if term != 0 {
@@ -127,40 +91,18 @@ func (s *SQLStore) AcquireLease(ctx context.Context, holder string, now time.Tim
 	if err := sqldb.CheckTime(now.Add(ttl)); err != nil {
 		return Lease{}, fmt.Errorf("tick: acquire lease for %q for %v: %w", holder, ttl, err)
 	}
-	tx, err := s.db.BeginTxx(ctx, nil)
+	row, err := s.d.acquireLease(ctx, holder, sqldb.EncodeTime(now), sqldb.EncodeTime(now.Add(ttl)))
 	if err != nil {
 		return Lease{}, fmt.Errorf("tick: acquire lease for %q: %w", holder, err)
 	}
-	defer func() { _ = tx.Rollback() }()
-	expires, nowNS := sqldb.EncodeTime(now.Add(ttl)), sqldb.EncodeTime(now)
-	// Take it over when expired (a new term) or renew our own (same term).
-	if _, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE tick_lease
-SET term = CASE WHEN holder = ? THEN term ELSE term + 1 END, holder = ?, expires_at = ?
-WHERE name = ? AND (holder = ? OR holder = '' OR expires_at <= ?)`),
-		holder, holder, expires, leaseName, holder, nowNS); err != nil {
-		return Lease{}, fmt.Errorf("tick: acquire lease for %q: %w", holder, err)
-	}
-	if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO tick_lease (name, holder, term, expires_at) VALUES (?, ?, 1, ?)
-ON CONFLICT (name) DO NOTHING`), leaseName, holder, expires); err != nil {
-		return Lease{}, fmt.Errorf("tick: acquire lease for %q: %w", holder, err)
-	}
-	lease, err := readLease(ctx, tx)
-	if err != nil {
-		return Lease{}, fmt.Errorf("tick: acquire lease for %q: %w", holder, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return Lease{}, fmt.Errorf("tick: acquire lease for %q: %w", holder, err)
-	}
-	return lease, nil
+	return row.lease(), nil
 }
 
 // ReleaseLease implements CursorStore. The row keeps its term, so the
 // next holder's term is one more, and an empty holder, so that no replica
 // renews it as its own.
 func (s *SQLStore) ReleaseLease(ctx context.Context, holder string, term int64) error {
-	_, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE tick_lease SET holder = '', expires_at = 0
-WHERE name = ? AND holder = ? AND term = ?`), leaseName, holder, term)
-	if err != nil {
+	if err := s.d.releaseLease(ctx, holder, term); err != nil {
 		return fmt.Errorf("tick: release lease of %q at term %d: %w", holder, term, err)
 	}
 	return nil
@@ -168,41 +110,29 @@ WHERE name = ? AND holder = ? AND term = ?`), leaseName, holder, term)
 
 // Cursors returns every unit's cursor, for status displays.
 func (s *SQLStore) Cursors(ctx context.Context) (map[Unit]time.Time, error) {
-	var rows []struct {
-		Unit     string `db:"unit"`
-		Boundary int64  `db:"boundary"`
-	}
-	if err := s.db.SelectContext(ctx, &rows, `SELECT unit, boundary FROM tick_cursors`); err != nil {
+	rows, err := s.d.cursors(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("tick: list cursors: %w", err)
 	}
 	out := make(map[Unit]time.Time, len(rows))
-	for _, r := range rows {
-		out[Unit(r.Unit)] = sqldb.DecodeTime(r.Boundary)
+	for unit, ns := range rows {
+		out[unit] = sqldb.DecodeTime(ns)
 	}
 	return out, nil
 }
 
 // Lease returns the lease as it stands; the zero Lease when none was taken.
 func (s *SQLStore) Lease(ctx context.Context) (Lease, error) {
-	lease, err := readLease(ctx, s.db)
+	row, err := s.d.lease(ctx)
 	if err != nil {
 		return Lease{}, fmt.Errorf("tick: read lease: %w", err)
 	}
-	return lease, nil
+	return row.lease(), nil
 }
 
-func readLease(ctx context.Context, q sqlx.ExtContext) (Lease, error) {
-	var row struct {
-		Holder  string `db:"holder"`
-		Term    int64  `db:"term"`
-		Expires int64  `db:"expires_at"`
+func (r leaseRow) lease() Lease {
+	if r == (leaseRow{}) {
+		return Lease{}
 	}
-	err := sqlx.GetContext(ctx, q, &row, q.Rebind(`SELECT holder, term, expires_at FROM tick_lease WHERE name = ?`), leaseName)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Lease{}, nil
-	}
-	if err != nil {
-		return Lease{}, err
-	}
-	return Lease{Holder: row.Holder, Term: row.Term, Expires: sqldb.DecodeTime(row.Expires)}, nil
+	return Lease{Holder: r.Holder, Term: r.Term, Expires: sqldb.DecodeTime(r.Expires)}
 }
