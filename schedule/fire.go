@@ -46,11 +46,7 @@ func (s *Scheduler) fireBatch(ctx context.Context, tx *sqlx.Tx, items []todolist
 	}
 	fs, reports, err := s.fireSet(ctx, tx, items, now)
 	outcomes := make([]error, len(items))
-	for _, f := range fs {
-		if f.p.early {
-			outcomes[f.index] = notYet(f.first, f.d.due(f.first), now)
-		}
-	}
+	keepEarly(outcomes, fs, now)
 	if failed := (*slotError)(nil); errors.As(err, &failed) {
 		if err := s.driver.rollbackTo(ctx, tx, "schedule_batch"); err != nil {
 			return nil, fmt.Errorf("schedule: fire %d slots: %w", len(items), err)
@@ -123,6 +119,60 @@ func (e *earlySlot) Error() string {
 // without counting an attempt.
 func (e *earlySlot) Conflict() bool { return true }
 
+// keepEarly sets the outcome of each slot of fs taken before its time
+// (earlySlot), in outcomes, which are fs's batch's.
+func keepEarly(outcomes []error, fs []firing, now time.Time) {
+	for _, f := range fs {
+		if f.p.early {
+			outcomes[f.index] = notYet(f.first, f.d.due(f.first), now)
+		}
+	}
+}
+
+// fireEach fires items slot by slot in tx, each slot a batch of one
+// (fireSet, then moveOn) under a savepoint of its own, so that a failing
+// handler undoes its own slot only (its item is retried after a backoff)
+// and the batch still costs one commit. It is the way a batch fires once
+// fireSet found a slot failing: that slot is not fired again, its outcome
+// is failed's.
+func (s *Scheduler) fireEach(ctx context.Context, tx *sqlx.Tx, items []todolist.Item, now time.Time, failed *slotError) ([]error, []SlotsSkipped, error) {
+	outcomes := make([]error, len(items))
+	var reports []SlotsSkipped
+	for i, item := range items {
+		if i == failed.index {
+			outcomes[i] = slotFailed(item, failed.err)
+			continue
+		}
+		if err := s.driver.savepoint(ctx, tx, "schedule_slot"); err != nil {
+			return nil, nil, err
+		}
+		fs, own, err := s.fireSet(ctx, tx, items[i:i+1], now)
+		if err == nil {
+			err = s.moveOn(ctx, tx, fs, now)
+		}
+		if err != nil {
+			if rerr := s.driver.rollbackTo(ctx, tx, "schedule_slot"); rerr != nil {
+				return nil, nil, rerr
+			}
+			if one := (*slotError)(nil); errors.As(err, &one) {
+				err = one.err // the handler's, not the batch of one's
+			}
+			outcomes[i] = slotFailed(item, err)
+		} else {
+			reports = append(reports, own...)
+			keepEarly(outcomes[i:i+1], fs, now)
+		}
+		if err := s.driver.release(ctx, tx, "schedule_slot"); err != nil {
+			return nil, nil, err
+		}
+	}
+	return outcomes, reports, nil
+}
+
+func slotFailed(item todolist.Item, err error) error {
+	return fmt.Errorf("schedule %q: fire the slot due %s: %w", item.ID, tick.FormatTime(item.Due), err)
+}
+
 // firing is one due item of a batch on its way through fireSet.
 type firing struct {
 	index int // in the batch
@@ -142,9 +192,12 @@ type firing struct {
 	overlapped time.Time
 }
 
-// fireSet is fireIn for a whole batch, statement by statement instead of
-// slot by slot, up to the handlers: moveOn then moves the schedules on; see
-// fireBatch. The first slot to fail fails it with a *slotError.
+// fireSet fires the due slots of items, statement by statement for the
+// whole batch, up to the handlers: it reads the schedules, plans each one
+// (the catch-up policy, the overlap policy, MaxRuns), records the runs
+// and calls the handlers; moveOn then moves the schedules on (see
+// fireBatch). A single slot fires through it too, as a batch of one
+// (fireEach). The first slot to fail fails it with a *slotError.
 func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.Item, now time.Time) ([]firing, []SlotsSkipped, error) {
 	names := make([]string, len(items))
 	for i, item := range items {

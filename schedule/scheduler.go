@@ -667,121 +667,6 @@ func (p *plan) skip(at time.Time) {
 	p.skipped++
 }
 
-// fireEach fires items slot by slot in tx, each slot under a savepoint
-// of its own, so that a failing handler undoes its own slot only (its
-// item is retried after a backoff) and the batch still costs one commit. It is the way a batch fires once fireSet found a slot failing:
-// that slot is not fired again, its outcome is failed's.
-func (s *Scheduler) fireEach(ctx context.Context, tx *sqlx.Tx, items []todolist.Item, now time.Time, failed *slotError) ([]error, []SlotsSkipped, error) {
-	outcomes := make([]error, len(items))
-	var reports []SlotsSkipped
-	err := func() error {
-		for i, item := range items {
-			if i == failed.index {
-				outcomes[i] = slotFailed(item, failed.err)
-				continue
-			}
-			if err := s.driver.savepoint(ctx, tx, "schedule_slot"); err != nil {
-				return err
-			}
-			before := len(reports)
-			if err := s.fireIn(ctx, tx, item, now, &reports); err != nil {
-				reports = reports[:before] // rolled back with the slot
-				if rerr := s.driver.rollbackTo(ctx, tx, "schedule_slot"); rerr != nil {
-					return rerr
-				}
-				outcomes[i] = slotFailed(item, err)
-			}
-			if err := s.driver.release(ctx, tx, "schedule_slot"); err != nil {
-				return err
-			}
-		}
-		return nil
-	}()
-	return outcomes, reports, err
-}
-
-func slotFailed(item todolist.Item, err error) error {
-	return fmt.Errorf("schedule %q: fire the slot due %s: %w", item.ID, tick.FormatTime(item.Due), err)
-}
-
-// fireIn fires the schedule item.ID in tx, adding what it skipped to
-// *reports.
-func (s *Scheduler) fireIn(ctx context.Context, tx *sqlx.Tx, item todolist.Item, now time.Time, reports *[]SlotsSkipped) error {
-	own := len(*reports) // the reports before are other schedules' of the batch
-	st, found, err := s.load(ctx, tx, item.ID)
-	if err != nil || !found || st.Paused != 0 {
-		return err // deleted or paused: nothing to fire, the item goes
-	}
-	d, err := s.definition(st)
-	if err != nil {
-		return err
-	}
-	first := item.Due // the slot, unless jitter delayed the item
-	if st.NextSlot != 0 {
-		first = sqldb.DecodeTime(st.NextSlot)
-	}
-	p := s.planFor(d, first, now)
-	if p.early {
-		return notYet(first, d.due(first), now) // nothing written: the slot stays as it was
-	}
-	if p.skipped > 0 {
-		*reports = append(*reports, SlotsSkipped{Schedule: st.Name, From: p.skipFrom, To: p.skipTo, Count: p.skipped, Policy: policyName(d.CatchUp)})
-	}
-	if !p.fire.IsZero() && d.Overlap != AllowOverlap {
-		runs, err := s.driver.openRunsOf(ctx, tx, []string{st.Name})
-		if err != nil {
-			return err
-		}
-		switch open := runs[st.Name]; {
-		case open > 0 && d.Overlap == SkipOverlap:
-			*reports = append(*reports, SlotsSkipped{Schedule: st.Name, From: p.fire, To: p.fire, Count: 1, Policy: "overlap"})
-			p.skipped++
-			p.fire = time.Time{}
-		case open > 0 && d.Overlap == BufferOne:
-			// Keep the slot; look again soon, or when Finish says.
-			if err := s.driver.recordFired(ctx, tx, []fired{{name: st.Name, skipped: p.skipped, next: encodeSlot(p.fire)}}); err != nil {
-				return err
-			}
-			return s.list.AddTx(ctx, tx, st.Name, now.Add(bufferRecheck))
-		}
-	}
-	ran := int64(0)
-	if !p.fire.IsZero() && (d.MaxRuns == 0 || st.Runs < int64(d.MaxRuns)) {
-		r, err := s.record(ctx, tx, st, p.fire, item.Attempts+1)
-		if err != nil {
-			return err
-		}
-		if r.RunID != "" {
-			ran = 1
-		}
-	}
-	after := p.fire
-	if after.IsZero() {
-		after = now // every slot so far was skipped
-		if overlapped := lastOverlap((*reports)[own:]); !overlapped.IsZero() {
-			after = overlapped
-		}
-	}
-	next := d.nextAfter(after, st.Runs+ran)
-	if err := s.driver.recordFired(ctx, tx, []fired{{name: st.Name, runs: ran, skipped: p.skipped, next: encodeSlot(next)}}); err != nil {
-		return err
-	}
-	if next.IsZero() {
-		return nil // ended: the processor removes the item
-	}
-	due := d.due(next)
-	if !due.After(item.Due) {
-		// A re-add never brings an item forward, and the item the
-		// processor holds would then be settled and gone: the schedule
-		// would never fire again. Make a new item instead (after Finish
-		// pulled the item to now, a catch-up's next slot is earlier).
-		if err := s.list.RemoveTx(ctx, tx, st.Name); err != nil {
-			return err
-		}
-	}
-	return s.list.AddTx(ctx, tx, st.Name, due) // a later due time moves the item
-}
-
 func policyName(p tick.CatchUp) string {
 	switch p.(type) {
 	case tick.All:
@@ -825,15 +710,6 @@ func (s *Scheduler) recordRun(ctx context.Context, tx *sqlx.Tx, r Run) (Run, err
 		}
 	}
 	return r, nil
-}
-
-func lastOverlap(reports []SlotsSkipped) time.Time {
-	for i := len(reports) - 1; i >= 0; i-- {
-		if reports[i].Policy == "overlap" {
-			return reports[i].To
-		}
-	}
-	return time.Time{}
 }
 
 // Finish closes a run its handler left open (ErrStillRunning). A slot
