@@ -108,37 +108,3 @@ func (a perBatch) work(ctx context.Context, p *Processor, batch []claimed, done 
 	}
 	return done, false, nil
 }
-
-// decideBatch calls decide for batch and returns one outcome per item:
-// the action's or, when it failed as a whole (whole), for every item its
-// error, its panic or the wrong number of outcomes. The action's ctx
-// tells [List.RemoveTx] which items it works and, for a transactional
-// batch, collects in tx what it leaves for its processor.
-func decideBatch(ctx context.Context, list string, batch []claimed, tx *txState, decide func(ctx context.Context, items []Item) ([]error, error)) (outcomes []error, whole bool) {
-	items := make([]Item, len(batch))
-	ids := make(map[string]struct{}, len(batch))
-	for i, c := range batch {
-		items[i] = c.Item
-		ids[c.ID] = struct{}{}
-	}
-	ctx = context.WithValue(ctx, workingKey{}, working{list: list, batch: ids, tx: tx})
-	outcomes, err := func() (outcomes []error, err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				outcomes, err = nil, fmt.Errorf("%w: %v", ErrActionPanicked, r)
-			}
-		}()
-		return decide(ctx, items)
-	}()
-	if err == nil && len(outcomes) != len(batch) {
-		err = fmt.Errorf("%w: %d for a batch of %d items", ErrBatchOutcomes, len(outcomes), len(batch))
-	}
-	if err == nil {
-		return outcomes, false
-	}
-	outcomes = make([]error, len(batch))
-	for i := range outcomes {
-		outcomes[i] = err
-	}
-	return outcomes, true
-}

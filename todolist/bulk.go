@@ -78,16 +78,9 @@ func (l *List) AddManyTx(ctx context.Context, ext sqlx.ExtContext, items []NewIt
 		return err
 	}
 	for _, id := range rows.ids {
-		l.touch(ctx, id)
+		touch(ctx, l.name, id)
 	}
 	return l.execMany(ctx, ext, rows)
-}
-
-// manyRows is AddMany's items checked, encoded, without duplicates and
-// sorted by ID.
-type manyRows struct {
-	ids  []string
-	dues []int64
 }
 
 // prepareMany validates items and collapses each ID to its latest due
@@ -161,8 +154,8 @@ func (l *List) removeManyTx(ctx context.Context, ext sqlx.ExtContext, ids []stri
 		if err := validateID(id); err != nil {
 			return fmt.Errorf("todolist: remove %d items from %q: item %d: %w", len(ids), l.name, i, err)
 		}
-		l.touch(ctx, id)
-		if l.working(ctx, id) {
+		touch(ctx, l.name, id)
+		if workingOn(ctx, l.name, id) {
 			counted = append(counted, id)
 		} else {
 			plain = append(plain, id)

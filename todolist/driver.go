@@ -98,16 +98,6 @@ type driver interface {
 	hold(ctx context.Context, ext sqlx.ExtContext, list, id string) error
 }
 
-// driverFor picks the driver of q's database: the one place that asks
-// which database it is. A third database is a new pair of files and a
-// case here.
-func driverFor(q interface{ DriverName() string }) driver {
-	if sqldb.DialectOf(q) == sqldb.Postgres {
-		return postgresDriver{reads{getPostgres, duePostgres, backlogPostgres, pickTxPostgres, true}}
-	}
-	return sqliteDriver{reads{getSQLite, dueSQLite, backlogSQLite, pickTxSQLite, false}}
-}
-
 // reads are the reads both databases make alike, each with its own
 // statements: get (list, ID), due (list, cutoff, now, limit), backlog
 // (list, cutoff, now) and the transactional pick (as due), whose rows end
@@ -178,6 +168,13 @@ type settlement struct {
 	// and now reads that clock.
 	holds func() bool
 	now   func() time.Time
+}
+
+// manyRows is AddMany's items checked, encoded, without duplicates and
+// sorted by ID.
+type manyRows struct {
+	ids  []string
+	dues []int64
 }
 
 // batchPrealloc is the room a batch's slice starts with, growing past it

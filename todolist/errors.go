@@ -1,6 +1,11 @@
 package todolist
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
 
 // Sentinel errors. Every error the package returns for bad input wraps one of
 // these with %w and names the offending value, so callers match with
@@ -43,3 +48,55 @@ var (
 	// returned a slice of outcomes whose length is not its batch's.
 	ErrBatchOutcomes = errors.New("todolist: batch action returned the wrong number of outcomes")
 )
+
+// ErrInvalidCursor is returned by [ParseCursor] for text that is not a
+// cursor [Cursor.String] wrote.
+var ErrInvalidCursor = errors.New("todolist: invalid page cursor")
+
+// invalid is the error of an option given an unusable value: it wraps
+// [ErrInvalidOption] and names the option, as in "todolist: invalid
+// option WithBatchSize: batch size 0, want 1–10000", so that whoever reads
+// it knows which of a constructor's options to mend.
+func invalid(option, format string, args ...any) error {
+	return fmt.Errorf("%w %s: "+format, append([]any{ErrInvalidOption, option}, args...)...)
+}
+
+// isConflict reports whether any error in err's tree — err itself, what
+// it wraps, and every branch of a join, all the way down — has a method
+// Conflict() bool that returns true. errors.As would stop at the first
+// value with the method, so a Conflict() false beside or above a real
+// conflict would hide it.
+func isConflict(err error) bool {
+	if c, ok := err.(interface{ Conflict() bool }); ok && c.Conflict() {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		if inner := u.Unwrap(); inner != nil {
+			return isConflict(inner)
+		}
+	case interface{ Unwrap() []error }:
+		for _, inner := range u.Unwrap() {
+			if inner != nil && isConflict(inner) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// maxErrorLength bounds the stored text of a failure: an error is for a
+// person to read, and some errors carry whole responses.
+const maxErrorLength = 2000
+
+func errorText(err error) string {
+	s := strings.ToValidUTF8(strings.ReplaceAll(err.Error(), "\x00", ""), "\uFFFD")
+	if len(s) <= maxErrorLength {
+		return s
+	}
+	cut := maxErrorLength
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

@@ -19,20 +19,10 @@ import (
 // Inspection: read-only functions for status pages and dashboards. Unlike
 // [Open] and [List.Stats] they never migrate, so they take no write lock
 // and create nothing; a database without the package's tables reads as
-// holding no lists. They read through a [Querier], so several reads can
-// share one transaction and show one consistent moment.
-
-// Querier is what the inspection functions read through: a *sqlx.DB, or
-// a *sqlx.Tx for a consistent snapshot of several reads.
-type Querier interface {
-	sqlx.QueryerContext
-	Rebind(string) string
-	DriverName() string
-}
-
-// ErrInvalidCursor is returned by [ParseCursor] for text that is not a
-// cursor [Cursor.String] wrote.
-var ErrInvalidCursor = errors.New("todolist: invalid page cursor")
+// holding no lists. They read through a *sqlx.DB, or a *sqlx.Tx for a
+// consistent snapshot of several reads (sqldb.Queryer, the read-only
+// subset of sqlx.ExtContext that both satisfy), so several reads can share
+// one transaction and show one consistent moment.
 
 // inspectStatsQuery is the statistics query over every list: per list,
 // its items aggregated and its totals; each list has at most one row on
@@ -50,7 +40,7 @@ FROM (
 ) AS s GROUP BY list ORDER BY list`
 
 // hasTables reports whether q sees the tables the inspection reads.
-func hasTables(ctx context.Context, q Querier) (bool, error) {
+func hasTables(ctx context.Context, q sqldb.Queryer) (bool, error) {
 	tables, err := sqldb.Tables(ctx, q)
 	if err != nil {
 		return false, err
@@ -61,7 +51,7 @@ func hasTables(ctx context.Context, q Querier) (bool, error) {
 // ReadStats returns the [Stats] of every list at now, by name: what
 // [AllStats] returns, without migrating. It reads every item, so it is
 // meant for status pages; [ReadListStats] reads one list.
-func ReadStats(ctx context.Context, q Querier, now time.Time) ([]ListStats, error) {
+func ReadStats(ctx context.Context, q sqldb.Queryer, now time.Time) ([]ListStats, error) {
 	if err := validateTime("now", now); err != nil {
 		return nil, fmt.Errorf("todolist: read stats: %w", err)
 	}
@@ -93,7 +83,7 @@ func ReadStats(ctx context.Context, q Querier, now time.Time) ([]ListStats, erro
 // statement over the list's rows alone — pending and parked walk their
 // indexes, due the list's items — so a list of millions costs what its
 // own rows cost, whatever the other lists hold.
-func ReadListStats(ctx context.Context, q Querier, name string, now time.Time) (ListStats, bool, error) {
+func ReadListStats(ctx context.Context, q sqldb.Queryer, name string, now time.Time) (ListStats, bool, error) {
 	if err := validateName(name); err != nil {
 		return ListStats{}, false, err
 	}
@@ -182,7 +172,7 @@ const MaxPageSize = 1000
 // lapsed at now, as [List.Get] judges them: on SQLite from the item rows,
 // on PostgreSQL from the live rows of todolist_claims that hold the page's
 // items (one lookup per item of the page, over the list's live claims).
-func ReadItems(ctx context.Context, q Querier, list string, parked bool, after Cursor, limit int, now time.Time) (Page, error) {
+func ReadItems(ctx context.Context, q sqldb.Queryer, list string, parked bool, after Cursor, limit int, now time.Time) (Page, error) {
 	if err := validateName(list); err != nil {
 		return Page{}, err
 	}
@@ -229,40 +219,6 @@ ORDER BY ` + key + `, id LIMIT ?`
 	return p, nil
 }
 
-// scanItems reads rows of itemColumns as List.Get does, judging claims at
-// now, and returns each item's page key too: its stored run_at, or due
-// for parked items. (Item.NextAttempt is the lease's end for a claimed
-// item, not run_at, so it cannot serve as the key.)
-func scanItems(rows *sql.Rows, now time.Time, parked bool) ([]Item, []int64, error) {
-	defer rows.Close()
-	at := sqldb.EncodeTime(now)
-	var items []Item
-	var keys []int64
-	for rows.Next() {
-		var (
-			it                       Item
-			due, runAt, claimedUntil int64
-			isParked                 int
-			claim                    string
-		)
-		if err := rows.Scan(&it.ID, &due, &runAt, &it.Attempts, &it.LastError, &isParked, &claim, &claimedUntil); err != nil {
-			return nil, nil, err
-		}
-		it.Parked, it.Claimed = isParked == 1, claim != "" && claimedUntil > at
-		it.Due, it.NextAttempt = sqldb.DecodeTime(due), sqldb.DecodeTime(runAt)
-		if it.Claimed {
-			it.NextAttempt = sqldb.DecodeTime(max(runAt, claimedUntil))
-		}
-		items = append(items, it)
-		if parked {
-			keys = append(keys, due)
-		} else {
-			keys = append(keys, runAt)
-		}
-	}
-	return items, keys, rows.Err()
-}
-
 // MaxDueBuckets bounds the buckets [ReadDueCounts] counts at once.
 const MaxDueBuckets = 1000
 
@@ -270,7 +226,7 @@ const MaxDueBuckets = 1000
 // claimed (NextAttempt), in n buckets of width step from from on: bucket
 // i counts [from + i·step, from + (i+1)·step). It walks the index on that
 // instant over the range alone.
-func ReadDueCounts(ctx context.Context, q Querier, list string, from time.Time, step time.Duration, n int) ([]int, error) {
+func ReadDueCounts(ctx context.Context, q sqldb.Queryer, list string, from time.Time, step time.Duration, n int) ([]int, error) {
 	if err := validateName(list); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
@@ -31,7 +32,7 @@ func byDueThenID(a, b added) int {
 // readAll pages through a list's items, limit a page, passing each
 // page's cursor through its text form as a URL would, and fails on a
 // page that repeats an item or breaks the order.
-func readAll(t *testing.T, q todolist.Querier, list string, parked bool, limit int, now time.Time) []todolist.Item {
+func readAll(t *testing.T, q sqlx.ExtContext, list string, parked bool, limit int, now time.Time) []todolist.Item {
 	t.Helper()
 	ctx := context.Background()
 	var all []todolist.Item

@@ -5,28 +5,11 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
-)
-
-// Limits on the text a list stores. They keep keys small enough to index
-// well on both engines.
-const (
-	// MaxNameLength is the longest list name, in bytes.
-	MaxNameLength = 200
-	// MaxIDLength is the longest item ID, in bytes.
-	MaxIDLength = 1000
-)
-
-// The instants the storage encoding (int64 Unix nanoseconds) can hold.
-var (
-	minTime = time.Unix(0, -1<<63).UTC()
-	maxTime = time.Unix(0, 1<<63-1).UTC()
 )
 
 // List is one named to-do list. Every list lives in the same table of its
@@ -56,37 +39,11 @@ type ListOption func(*List) error
 func WithListClock(c clockwork.Clock) ListOption {
 	return func(l *List) error {
 		if c == nil {
-			return invalid("clock must not be nil")
+			return invalid("WithListClock", "the clock must not be nil")
 		}
 		l.clock = c
 		return nil
 	}
-}
-
-// Item is one entry of a list: an ID, the time it is due, and the
-// bookkeeping of the processor.
-type Item struct {
-	// ID identifies the item within its list, e.g. an order ID.
-	ID string
-	// Due is the time the item falls due, in UTC.
-	Due time.Time
-	// NextAttempt is when the item may next be claimed: Due at first, the
-	// end of the backoff after a failure, or the end of the lease while a
-	// processor works it.
-	NextAttempt time.Time
-	// Attempts counts the failed attempts since the item was added (or
-	// re-activated). Version conflicts do not count.
-	Attempts int
-	// LastError is the text of the latest failure, or "".
-	LastError string
-	// Parked is true once the item failed too often; the processor leaves
-	// it alone until [List.Reactivate].
-	Parked bool
-	// Claimed is true while a processor holds the item: its lease had not
-	// ended when the item was read (by the list's clock for [List.Get]).
-	// NextAttempt is then the end of the lease, when the item comes back
-	// if the processor died.
-	Claimed bool
 }
 
 // Open returns the list called name in db, creating the shared table on
@@ -120,56 +77,21 @@ func Open(ctx context.Context, db *sqlx.DB, name string, opts ...ListOption) (*L
 	return l, nil
 }
 
+// driverFor picks the driver of q's database: the one place that asks
+// which database it is. A third database is a new pair of files and a
+// case here.
+func driverFor(q interface{ DriverName() string }) driver {
+	if sqldb.DialectOf(q) == sqldb.Postgres {
+		return postgresDriver{reads{getPostgres, duePostgres, backlogPostgres, pickTxPostgres, true}}
+	}
+	return sqliteDriver{reads{getSQLite, dueSQLite, backlogSQLite, pickTxSQLite, false}}
+}
+
 // Name returns the list's name.
 func (l *List) Name() string { return l.name }
 
 // DB returns the database the list lives in.
 func (l *List) DB() *sqlx.DB { return l.db }
-
-func validateName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%w: empty", ErrInvalidName)
-	case len(name) > MaxNameLength:
-		return fmt.Errorf("%w: %d bytes, at most %d allowed", ErrInvalidName, len(name), MaxNameLength)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidName, name)
-	}
-	for _, r := range name {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("%w: %q contains control character %U", ErrInvalidName, name, r)
-		}
-	}
-	return nil
-}
-
-func validateID(id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("%w: empty", ErrInvalidID)
-	case len(id) > MaxIDLength:
-		return fmt.Errorf("%w: %d bytes, at most %d allowed", ErrInvalidID, len(id), MaxIDLength)
-	case !utf8.ValidString(id):
-		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidID, id)
-	}
-	for i := range len(id) {
-		if id[i] == 0 {
-			// PostgreSQL's TEXT cannot hold NUL.
-			return fmt.Errorf("%w: %q contains a NUL byte", ErrInvalidID, id)
-		}
-	}
-	return nil
-}
-
-func validateTime(what string, t time.Time) error {
-	if t.IsZero() {
-		return fmt.Errorf("%w: %s is the zero time", ErrInvalidTime, what)
-	}
-	if t.Before(minTime) || t.After(maxTime) {
-		return fmt.Errorf("%w: %s %s is outside %d–%d", ErrInvalidTime, what, t.Format(time.RFC3339), minTime.Year(), maxTime.Year())
-	}
-	return nil
-}
 
 // Add puts id on the list, due at due, on the list's own database.
 // See [List.AddTx] for the rules.
@@ -209,7 +131,7 @@ func (l *List) AddTx(ctx context.Context, ext sqlx.ExtContext, id string, due ti
 	if err := validateTime("due time", due); err != nil {
 		return fmt.Errorf("todolist: add %q to %q: %w", id, l.name, err)
 	}
-	l.touch(ctx, id)
+	touch(ctx, l.name, id)
 	at := sqldb.EncodeTime(due)
 	if _, err := ext.ExecContext(ctx, l.q.add, l.name, id, at, at); err != nil {
 		return fmt.Errorf("todolist: add %q to %q: %w", id, l.name, err)
@@ -245,8 +167,8 @@ func (l *List) RemoveTx(ctx context.Context, ext sqlx.ExtContext, id string) err
 	if err := validateID(id); err != nil {
 		return fmt.Errorf("todolist: remove from %q: %w", l.name, err)
 	}
-	l.touch(ctx, id)
-	if !l.working(ctx, id) {
+	touch(ctx, l.name, id)
+	if !workingOn(ctx, l.name, id) {
 		if _, err := ext.ExecContext(ctx, l.q.remove, l.name, id); err != nil {
 			return fmt.Errorf("todolist: remove %q from %q: %w", id, l.name, err)
 		}
@@ -336,10 +258,16 @@ func (l *List) scan(now time.Time, rows *sql.Rows, err error) ([]Item, error) {
 	return items, err
 }
 
-// nullTime decodes a nullable stored instant; NULL is the zero time.
-func nullTime(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
+// HoldTx locks the row of the item id, if the list has it, until ext's
+// transaction ends, on PostgreSQL: a transactional batch then skips the
+// item, and one that already took it is waited for. On SQLite, whose
+// write transactions exclude each other, it does nothing. Code that
+// changes what an item stands for (the schedule behind it, say) holds the
+// item first, so that it and the batches of a [TxBatchAction] lock their
+// rows in one order: the item, then the rest.
+func (l *List) HoldTx(ctx context.Context, ext sqlx.ExtContext, id string) error {
+	if err := l.drv.hold(ctx, ext, l.name, id); err != nil {
+		return fmt.Errorf("todolist: hold %q of %q: %w", id, l.name, err)
 	}
-	return sqldb.DecodeTime(v.Int64)
+	return nil
 }

@@ -1,7 +1,6 @@
 package todolist
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -51,17 +50,13 @@ func defaultConfig() processorConfig {
 	}
 }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
-}
-
 // WithClock sets the clock that leases, backoff and the time budget are
 // measured with (default: the list's clock, see [WithListClock]). Tests
 // pass a fake clock.
 func WithClock(c clockwork.Clock) ProcessorOption {
 	return func(cfg *processorConfig) error {
 		if c == nil {
-			return invalid("clock must not be nil")
+			return invalid("WithClock", "the clock must not be nil")
 		}
 		cfg.clock = c
 		return nil
@@ -74,7 +69,7 @@ func WithClock(c clockwork.Clock) ProcessorOption {
 func WithBatchSize(n int) ProcessorOption {
 	return func(cfg *processorConfig) error {
 		if n < 1 || n > MaxBatchSize {
-			return invalid("batch size %d, want 1–%d", n, MaxBatchSize)
+			return invalid("WithBatchSize", "batch size %d, want 1–%d", n, MaxBatchSize)
 		}
 		cfg.batchSize = n
 		return nil
@@ -93,7 +88,7 @@ func WithBatchSize(n int) ProcessorOption {
 func WithLease(d time.Duration) ProcessorOption {
 	return func(cfg *processorConfig) error {
 		if d <= 0 {
-			return invalid("lease %v, must be positive", d)
+			return invalid("WithLease", "lease %v, must be positive", d)
 		}
 		cfg.lease = d
 		return nil
@@ -105,7 +100,7 @@ func WithLease(d time.Duration) ProcessorOption {
 func WithMaxAttempts(n int) ProcessorOption {
 	return func(cfg *processorConfig) error {
 		if n < 1 {
-			return invalid("max attempts %d, must be at least 1", n)
+			return invalid("WithMaxAttempts", "max attempts %d, must be at least 1", n)
 		}
 		cfg.maxAttempts = n
 		return nil
@@ -122,10 +117,10 @@ const MaxBackoff = 10 * 365 * 24 * time.Hour
 func WithBackoff(base, ceiling time.Duration) ProcessorOption {
 	return func(cfg *processorConfig) error {
 		if base <= 0 || ceiling < base {
-			return invalid("backoff base %v, ceiling %v: want 0 < base ≤ ceiling", base, ceiling)
+			return invalid("WithBackoff", "backoff base %v, ceiling %v: want 0 < base ≤ ceiling", base, ceiling)
 		}
 		if ceiling > MaxBackoff {
-			return invalid("backoff ceiling %v is longer than %v (ten years)", ceiling, MaxBackoff)
+			return invalid("WithBackoff", "backoff ceiling %v is longer than %v (ten years)", ceiling, MaxBackoff)
 		}
 		cfg.backoffBase, cfg.backoffMax = base, ceiling
 		return nil
@@ -137,7 +132,7 @@ func WithBackoff(base, ceiling time.Duration) ProcessorOption {
 func WithMaxItems(n int) ProcessorOption {
 	return func(cfg *processorConfig) error {
 		if n < 1 {
-			return invalid("max items per tick %d, must be at least 1", n)
+			return invalid("WithMaxItems", "max items per tick %d, must be at least 1", n)
 		}
 		cfg.maxItems = n
 		return nil
@@ -151,7 +146,7 @@ func WithMaxItems(n int) ProcessorOption {
 func WithTimeBudget(d time.Duration) ProcessorOption {
 	return func(cfg *processorConfig) error {
 		if d < 0 {
-			return invalid("time budget %v, must not be negative", d)
+			return invalid("WithTimeBudget", "time budget %v, must not be negative", d)
 		}
 		cfg.timeBudget = d
 		return nil
@@ -175,7 +170,7 @@ const MaxWorkers = 64
 func WithWorkers(n int) ProcessorOption {
 	return func(cfg *processorConfig) error {
 		if n < 1 || n > MaxWorkers {
-			return invalid("workers %d, must be between 1 and %d", n, MaxWorkers)
+			return invalid("WithWorkers", "workers %d, must be between 1 and %d", n, MaxWorkers)
 		}
 		cfg.workers = n
 		return nil
@@ -189,31 +184,4 @@ func WithObserver(o Observer) ProcessorOption {
 		cfg.observer = o
 		return nil
 	}
-}
-
-// Observer is told what a [Processor] does. Every field is optional. Hooks
-// run on the processing goroutine, between items, so they should be quick;
-// with several processors they run concurrently.
-type Observer struct {
-	// Done is called when an item's action returned nil (the item is then
-	// removed, unless it was re-added, removed or re-claimed meanwhile).
-	Done func(list string, item Item)
-	// Failed is called when an action failed and the item will be retried;
-	// item carries the new attempt count, error and next attempt — when
-	// it may be claimed again, which a failure written means it will be:
-	// it has left its batch's claim.
-	Failed func(list string, item Item, err error)
-	// Parked is called when an action failed for the last allowed time and
-	// the item was parked.
-	Parked func(list string, item Item, err error)
-	// LeaseLost is called when a batch's lease was lost: it ran out
-	// before the batch was settled (renewals failed or came too late), or
-	// a renewal found the claim lapsed or taken by another processor. err
-	// wraps [ErrLeaseLost] and says which. The batch started nothing
-	// more, and its outcomes not yet written were dropped (see
-	// [Result.LeasesLost]).
-	LeaseLost func(list string, err error)
-	// Tick is called at the end of each tick that did not fail, with its
-	// counts, including the backlog it left.
-	Tick func(list string, r Result)
 }

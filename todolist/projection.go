@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/passage-of-time/passage/bus"
 )
 
 // Projection keeps a list up to date from domain events: some events add an
@@ -171,6 +173,25 @@ func (p *Projection) Apply(ctx context.Context, ext sqlx.ExtContext, events ...a
 	}
 	return flush()
 }
+
+// subscriber subscribes one rule to a bus; E is only known where the rule
+// was declared.
+type subscriber func(b *bus.Bus, name string, opts []bus.SubscribeOption) (*bus.Subscription, error)
+
+func subscriberFor[E any](p *Projection, apply applier) subscriber {
+	return func(b *bus.Bus, name string, opts []bus.SubscribeOption) (*bus.Subscription, error) {
+		handler := func(ctx context.Context, event E) error {
+			if err := apply(ctx, p.list.db, event); err != nil {
+				return fmt.Errorf("todolist: project %s onto %q: %w", name, p.list.name, err)
+			}
+			return nil
+		}
+		opts = append([]bus.SubscribeOption{bus.Name(fmt.Sprintf("todolist %q: %s", p.list.name, name))}, opts...)
+		return bus.Subscribe(b, handler, opts...)
+	}
+}
+
+type applier func(ctx context.Context, ext sqlx.ExtContext, event any) error
 
 func typeName[E any]() string {
 	return reflect.TypeFor[E]().String()

@@ -39,7 +39,7 @@ type RunnerOption func(*Runner) error
 func WithMaxWait(d time.Duration) RunnerOption {
 	return func(r *Runner) error {
 		if d <= 0 || d > time.Hour {
-			return invalid("WithMaxWait(%v): must be positive and at most an hour", d)
+			return invalid("WithMaxWait", "%v: must be positive and at most an hour", d)
 		}
 		r.maxWait = d
 		return nil

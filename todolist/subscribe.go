@@ -1,32 +1,10 @@
 package todolist
 
 import (
-	"context"
 	"fmt"
-
-	"github.com/jmoiron/sqlx"
 
 	"github.com/passage-of-time/passage/bus"
 )
-
-// subscriber subscribes one rule to a bus; E is only known where the rule
-// was declared.
-type subscriber func(b *bus.Bus, name string, opts []bus.SubscribeOption) (*bus.Subscription, error)
-
-func subscriberFor[E any](p *Projection, apply applier) subscriber {
-	return func(b *bus.Bus, name string, opts []bus.SubscribeOption) (*bus.Subscription, error) {
-		handler := func(ctx context.Context, event E) error {
-			if err := apply(ctx, p.list.db, event); err != nil {
-				return fmt.Errorf("todolist: project %s onto %q: %w", name, p.list.name, err)
-			}
-			return nil
-		}
-		opts = append([]bus.SubscribeOption{bus.Name(fmt.Sprintf("todolist %q: %s", p.list.name, name))}, opts...)
-		return bus.Subscribe(b, handler, opts...)
-	}
-}
-
-type applier func(ctx context.Context, ext sqlx.ExtContext, event any) error
 
 // Subscribe subscribes the projection's rules to b, one subscription per
 // declared rule, applying each event on the list's own database as it is
