@@ -58,14 +58,11 @@
 //
 // On PostgreSQL a second processor on the same list adds throughput:
 // claims take turns under a per-list advisory lock held only for the
-// pick, while actions and settles of different batches overlap. Measured
-// on 2 cores with the server on the same machine (BenchmarkProcess, 3×100k
-// items, 2026-11-23): one worker 143,717 items/s and two 187,468 (+30 %)
-// with sequential keys, 136,488 and 159,237 (+17 %) with random ones; the
-// set-based one-CTE floor grows about as much (168,775 → 223,718 and
-// 99,630 → 163,912), so the limit there is the two cores the server and
-// the processors share, not the claim lock. On SQLite one writer at a time
-// is the limit: more processors add nothing to the writes.
+// pick, while actions and settles of different batches overlap.
+// BenchmarkProcess measures one and two workers beside a set-based
+// one-statement floor (the figures are in docs/performance.md, from the
+// README). On SQLite one writer at a time is the limit: more processors
+// add nothing to the writes.
 //
 // # Deadlines within a second
 //
@@ -74,9 +71,9 @@
 // the list on its own: after each pass it reads the earliest due time of
 // the list's unparked items (one indexed query) and sleeps until then, or
 // MaxWait (1 s) at most, so that items added by other processes are seen
-// too; Poke announces an item added in this process. Under load — 5,000
-// items due over five seconds — actions ran 53–59 ms after their due time
-// at p99 (BenchmarkRunnerLateness, both backends). It remains
+// too; Poke announces an item added in this process. How late actions
+// run under load is measured by BenchmarkRunnerLateness (both backends;
+// figures in docs/performance.md). It remains
 // level-triggered: each wake-up works whatever is due by the clock, so a
 // lost, late or early wake-up costs nothing, and ticks may drive the same
 // list as well. A wake-up at the earliest item was chosen over a finer
@@ -230,4 +227,16 @@
 //
 // All times are stored as Unix nanoseconds (UTC); the processor's clock is a
 // [clockwork.Clock], so tests drive it with a fake clock.
+//
+// # Databases
+//
+// The logic calls an unexported driver interface and never asks which
+// database it runs on; each database's statements and tuning (SQLite's
+// claims on the rows, PostgreSQL's claim rows, raw pgx scans and ctid
+// settles) live in that database's driver, picked once when the list is
+// opened, and one conformance suite runs every driver. The interface is
+// per package and unexported, not River's public driver packages: no
+// public surface grows, no package gains an import, and drivers are not a
+// user extension point yet. A third database is a new pair of files and
+// one line in the pick.
 package todolist
