@@ -1,6 +1,9 @@
 package orchestration
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrSuspended is returned by Sleep, SleepUntil and Await when the
@@ -49,4 +52,15 @@ func NonRetryable(err error) error {
 func IsNonRetryable(err error) bool {
 	var n nonRetryable
 	return errors.As(err, &n)
+}
+
+// StepError is a step's recorded failure, returned on every replay.
+type StepError struct {
+	Step     string
+	Message  string
+	Attempts int
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("step %q failed after %d attempts: %s", e.Step, e.Attempts, e.Message)
 }
