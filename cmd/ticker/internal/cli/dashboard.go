@@ -120,7 +120,7 @@ func serveCommand(ctx context.Context, env Env, args []string) error {
 	var f runFlags
 	fs := newFlagSet(env, "serve", "--http ADDR [--db passage.db] [--tz UTC] [--admin-token TOKEN]")
 	dsn := fs.String("db", "passage.db", "SQLite file or postgres:// DSN to show; opened read-only unless an admin token is given")
-	addr := fs.String("http", "", "serve the dashboard on this address, e.g. 127.0.0.1:9090 (required)")
+	addr := fs.String("http", "", "serve the dashboard, /healthz and /metrics on this address, e.g. 127.0.0.1:9090 (required)")
 	tz := fs.String("tz", "UTC", "IANA time zone to show times and compute the ticker's boundaries in: the --tz \"ticker run\" uses")
 	fs.StringVar(&f.adminToken, "admin-token", "", "allow the dashboard's actions to whoever logs in with this token, 16 bytes or more (default $"+adminTokenEnv+"; without one it is read-only); a triggered run is recorded in the outbox and delivered by \"ticker run\"")
 	var hosts multiFlag
@@ -155,6 +155,16 @@ func serveCommand(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 	}
+	tel, err := startTelemetry(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer tel.close()
+	// The to-do lists (and with them the schedules' next slots), read
+	// from the database; no ticker or relay runs here to count more.
+	if err := watchDatabase(tel.meter(), db, env.clock(), nil); err != nil {
+		return err
+	}
 	var extra []dashboard.Option
 	for _, h := range hosts {
 		extra = append(extra, dashboard.WithAllowedHosts(splitList(h)...))
@@ -175,18 +185,24 @@ func serveCommand(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--http %s: %w", *addr, err)
 	}
-	srv := &http.Server{Handler: dash, ReadHeaderTimeout: 5 * time.Second}
+	mux := http.NewServeMux()
+	obs := observability(serveHealth(db), tel)
+	mux.Handle("/healthz", obs)
+	mux.Handle("/metrics", obs)
+	mux.Handle("/", dash)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	mode := "read-only"
 	if token != "" {
 		mode = "actions allowed with the admin token"
 	}
-	fmt.Fprintf(env.Stderr, "serving the dashboard on http://%s (%s)\n", ln.Addr(), mode)
 	if !loopback(ln.Addr()) {
 		// Reading needs no token, with one or without: say so where it
-		// matters, when other machines can reach the server.
+		// matters, when other machines can reach the server. Before the
+		// serving line, which tells a watcher the server is up.
 		fmt.Fprintf(env.Stderr, "warning: %s is reachable from other machines and reading the dashboard needs no token: whoever reaches it reads every page and the API (workflow inputs, signal payloads, errors). Bind to 127.0.0.1, or put it behind a proxy that authenticates (see docs/dashboard/security.md).\n", ln.Addr())
 	}
+	fmt.Fprintf(env.Stderr, "serving the dashboard on http://%s (%s), /healthz and /metrics beside it\n", ln.Addr(), mode)
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()

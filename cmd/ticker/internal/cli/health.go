@@ -38,3 +38,16 @@ func runHealth(ticker *tick.Ticker, db *sqldb.DB, out *delivery) http.HandlerFun
 		fmt.Fprintln(w, "ok")
 	}
 }
+
+// serveHealth is /healthz of "ticker serve": the database answers. What
+// else run's reports — its ticker's last pass, its relays' lag — belongs
+// to the process that runs them.
+func serveHealth(db *sqldb.DB) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := db.PingContext(r.Context()); err != nil {
+			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	}
+}

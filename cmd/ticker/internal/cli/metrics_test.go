@@ -207,3 +207,35 @@ func TestMetricsFollowTheFakeClock(t *testing.T) {
 		series(t, m, name, schedules)
 	}
 }
+
+// "ticker serve" answers /healthz while its database does, and exports on
+// /metrics the to-do lists read from the database at each scrape (due
+// by the serve's clock), and nothing of a ticker, which it does not run.
+func TestServeExportsHealthAndTheListsOfItsDatabase(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(start)
+	// pending-orders: items due 10 min and 1 min before start, both
+	// parked at their first failure, and one due an hour after it.
+	path := tickerDB(t, clock)
+	s := startServe(t, clock, nil, "--db", path)
+	require.Contains(t, s.stderr.String(), "/healthz and /metrics")
+
+	code, body := httpGet(t, s.base+"/healthz")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Equal(t, "ok\n", body)
+
+	orders := map[string]string{"list": "pending-orders"}
+	m := scrape(t, s.base)
+	require.Equal(t, 1.0, value(t, m, "passage_todolist_backlog", orders))
+	require.Zero(t, value(t, m, "passage_todolist_due", orders))
+	require.Equal(t, 2.0, value(t, m, "passage_todolist_parked", orders))
+	require.Equal(t, 2.0, value(t, m, "passage_todolist_items_parked_total", orders))
+	for name := range m {
+		require.NotContains(t, name, "passage_tick_", "serve runs no ticker")
+	}
+
+	// The third item falls due an hour later, by the serve's clock.
+	clock.Advance(time.Hour)
+	m = scrape(t, s.base)
+	require.Equal(t, 1.0, value(t, m, "passage_todolist_due", orders))
+}
