@@ -11,14 +11,6 @@ import (
 	"github.com/passage-of-time/passage/todolist"
 )
 
-// Querier is what the dashboard reads through: a *sqlx.DB, or a *sqlx.Tx
-// for a consistent snapshot (as "ticker status" reads).
-type Querier interface {
-	sqlx.QueryerContext
-	Rebind(string) string
-	DriverName() string
-}
-
 // Status is what /api/status returns and "ticker status --json" prints:
 // the same type, read by the same function ([ReadStatus]). Its instants
 // are [Time]s, lossless.
@@ -74,8 +66,10 @@ const BehindCap = 100000
 // counts at now, showing instants in loc. It only reads (no migration, no
 // write lock), and a database the ticker never ran on reads as empty. A
 // cursor that is not on a boundary of its unit in loc (the ticker ran in
-// another zone) adds a warning instead of a wrong next boundary.
-func ReadStatus(ctx context.Context, q Querier, now time.Time, loc *time.Location) (Status, error) {
+// another zone) adds a warning instead of a wrong next boundary. q is a
+// *sqlx.DB, or a *sqlx.Tx for a consistent snapshot (as "ticker status"
+// reads).
+func ReadStatus(ctx context.Context, q sqlx.ExtContext, now time.Time, loc *time.Location) (Status, error) {
 	now = now.In(loc)
 	// Empty lists, not null, so JSON consumers can iterate without checks.
 	report := Status{Now: Time{Time: now}, BehindCap: BehindCap, Warnings: []string{}, Units: []UnitStatus{}, Lists: []ListStatus{}}

@@ -18,16 +18,8 @@ import (
 // Inspection: read-only functions for status pages, dashboards and the
 // command line. Unlike [New] they never migrate, so they take no write
 // lock and create nothing; a database without the event store's table
-// reads as holding no instances. They read through a [Querier], so
-// several reads can share one transaction.
-
-// Querier is what the inspection functions read through: a *sqlx.DB, or
-// a *sqlx.Tx for a consistent snapshot of several reads.
-type Querier interface {
-	sqlx.QueryerContext
-	Rebind(string) string
-	DriverName() string
-}
+// reads as holding no instances. They read through a *sqlx.DB, or a
+// *sqlx.Tx for a consistent snapshot of several reads.
 
 // eventsTable is the event store's table, read here directly so that
 // reading creates nothing (eventstore.Open migrates).
@@ -128,14 +120,14 @@ func decodeHistoryEvent(typ string, data []byte, at, version int64) HistoryEvent
 }
 
 // hasEvents reports whether q sees the event store's table.
-func hasEvents(ctx context.Context, q Querier) (bool, error) {
+func hasEvents(ctx context.Context, q sqlx.ExtContext) (bool, error) {
 	tables, err := sqldb.Tables(ctx, q)
 	return tables[eventsTable], err
 }
 
 // ReadHistory returns an instance's history in order, without migrating;
 // an instance never started has none.
-func ReadHistory(ctx context.Context, q Querier, instance string) ([]HistoryEvent, error) {
+func ReadHistory(ctx context.Context, q sqlx.ExtContext, instance string) ([]HistoryEvent, error) {
 	if err := checkID(instance); err != nil {
 		return nil, err
 	}
@@ -191,7 +183,7 @@ const MaxInstancesRead = 1000
 // ID, at most q.Limit of them, keeping those in q.State; more is true when
 // instances remain after the last one returned. It reads the histories
 // stream by stream, holding one at a time.
-func ReadInstances(ctx context.Context, q Querier, query InstanceQuery) (statuses []Status, more bool, err error) {
+func ReadInstances(ctx context.Context, q sqlx.ExtContext, query InstanceQuery) (statuses []Status, more bool, err error) {
 	if query.Limit <= 0 || query.Limit > MaxInstancesRead {
 		return nil, false, fmt.Errorf("orchestration: read instances: limit %d must be 1 to %d", query.Limit, MaxInstancesRead)
 	}
@@ -271,7 +263,7 @@ var terminalTypes = map[string]State{
 // still hold several (written by another version of the package, or by
 // hand), and the latest is its status; so the count is taken per stream,
 // never per event.
-func CountInstances(ctx context.Context, q Querier) (map[State]int, error) {
+func CountInstances(ctx context.Context, q sqlx.ExtContext) (map[State]int, error) {
 	counts := map[State]int{Running: 0, Completed: 0, Failed: 0, Cancelled: 0, Stuck: 0}
 	ok, err := hasEvents(ctx, q)
 	if err != nil || !ok {

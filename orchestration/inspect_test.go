@@ -74,7 +74,7 @@ func inspectionWorld(t *testing.T, db *sqlx.DB) (*world, []string) {
 }
 
 // bruteForce folds every instance's full history, read one by one.
-func bruteForce(t *testing.T, q Querier, ids []string) (map[string]Status, map[State]int) {
+func bruteForce(t *testing.T, q sqlx.ExtContext, ids []string) (map[string]Status, map[State]int) {
 	t.Helper()
 	statuses := map[string]Status{}
 	counts := map[State]int{Running: 0, Completed: 0, Failed: 0, Cancelled: 0, Stuck: 0}
@@ -90,7 +90,7 @@ func bruteForce(t *testing.T, q Querier, ids []string) (map[string]Status, map[S
 }
 
 // readEvery pages through ReadInstances limit a page.
-func readEvery(t *testing.T, q Querier, state State, limit int) []Status {
+func readEvery(t *testing.T, q sqlx.ExtContext, state State, limit int) []Status {
 	t.Helper()
 	var all []Status
 	after := ""

@@ -15,19 +15,12 @@ import (
 // Inspection: read-only functions for status pages and dashboards. Unlike
 // [NewSQLStore] they never migrate, so they take no write lock and create
 // nothing; a database the ticker never ran on reads as holding no cursors
-// and no lease.
-
-// Querier is what the inspection functions read through: a *sqlx.DB, or
-// a *sqlx.Tx for a consistent snapshot of several reads.
-type Querier interface {
-	sqlx.QueryerContext
-	Rebind(string) string
-	DriverName() string
-}
+// and no lease. They read through a *sqlx.DB, or a *sqlx.Tx for a
+// consistent snapshot of several reads.
 
 // ReadCursors returns the cursor of every unit the ticker stored: what
 // [SQLStore.Cursors] returns, without migrating.
-func ReadCursors(ctx context.Context, q Querier) (map[Unit]time.Time, error) {
+func ReadCursors(ctx context.Context, q sqlx.ExtContext) (map[Unit]time.Time, error) {
 	out := map[Unit]time.Time{}
 	tables, err := sqldb.Tables(ctx, q)
 	if err != nil || !tables["tick_cursors"] {
@@ -49,7 +42,7 @@ func ReadCursors(ctx context.Context, q Querier) (map[Unit]time.Time, error) {
 // ReadLease returns the emitters' lease (holder, fencing term, end), the
 // zero Lease when none was ever taken: what [SQLStore.Lease] returns,
 // without migrating.
-func ReadLease(ctx context.Context, q Querier) (Lease, error) {
+func ReadLease(ctx context.Context, q sqlx.ExtContext) (Lease, error) {
 	tables, err := sqldb.Tables(ctx, q)
 	if err != nil || !tables["tick_lease"] {
 		return Lease{}, wrapRead("read the lease", err)

@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
 	"github.com/passage-of-time/passage/orchestration"
 	"github.com/passage-of-time/passage/tick"
@@ -67,7 +69,7 @@ var errNoInstances = errors.New("no workflows: the event store holds no workflow
 
 // openWorkflows opens dsn read-only in a read-only transaction and checks
 // that it has the event store's table; done ends both.
-func openWorkflows(ctx context.Context, dsn string) (q orchestration.Querier, done func(), err error) {
+func openWorkflows(ctx context.Context, dsn string) (q sqlx.ExtContext, done func(), err error) {
 	snap, err := openSnapshot(ctx, dsn)
 	if err != nil {
 		return nil, nil, err
@@ -82,7 +84,7 @@ func openWorkflows(ctx context.Context, dsn string) (q orchestration.Querier, do
 // readInstances returns the status of every instance, by start time then
 // ID, paging through orchestration.ReadInstances (which holds one history
 // at a time).
-func readInstances(ctx context.Context, q orchestration.Querier) ([]orchestration.Status, error) {
+func readInstances(ctx context.Context, q sqlx.ExtContext) ([]orchestration.Status, error) {
 	var out []orchestration.Status
 	after := ""
 	for {
