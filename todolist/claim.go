@@ -90,13 +90,13 @@ func (p *Processor) batch(ctx context.Context, batch []claimed, done batchDone, 
 type batchDone struct {
 	token              string
 	lease              *keeper
-	items              []claimed
+	rows               doneRows
 	failures, parkings int
 	record, lapse      bool
 }
 
 func (d batchDone) empty() bool {
-	return !d.record && len(d.items) == 0 && d.failures == 0 && d.parkings == 0
+	return !d.record && len(d.rows.ids) == 0 && d.failures == 0 && d.parkings == 0
 }
 
 // outcome records the outcome of an item's action other than success: a
@@ -117,7 +117,7 @@ func (p *Processor) outcome(ctx context.Context, done *batchDone, it claimed, ac
 // succeeded records that an item's action returned nil: the item is settled
 // with its batch, counted and reported.
 func (p *Processor) succeeded(done *batchDone, it claimed, res *Result) {
-	done.items = append(done.items, it)
+	done.rows.add(it)
 	res.Done++
 	if p.cfg.observer.Done != nil {
 		p.cfg.observer.Done(p.list.name, it.Item)
@@ -215,7 +215,7 @@ func (p *Processor) settle(ctx context.Context, done batchDone, res *Result) err
 		err = p.count(ctx, l.db, 0, done)
 	} else {
 		n, held, err = l.drv.settle(ctx, l.db, settlement{
-			list: l.name, token: done.token, done: done.items,
+			list: l.name, token: done.token, done: done.rows,
 			failures: done.failures, parkings: done.parkings, lapse: done.lapse,
 			holds: func() bool { return done.lease.holds(p.cfg.clock.Now()) == nil },
 			now:   p.cfg.clock.Now,
@@ -225,7 +225,7 @@ func (p *Processor) settle(ctx context.Context, done batchDone, res *Result) err
 		return fmt.Errorf("todolist: remove done items of %q and count the batch: %w", l.name, err)
 	}
 	if !held {
-		res.Lost += len(done.items)
+		res.Lost += len(done.rows.ids)
 		return nil
 	}
 	return p.released(ctx, done, n, res)
@@ -241,13 +241,13 @@ func (p *Processor) count(ctx context.Context, ext sqlx.ExtContext, completed in
 // outcomes, and releases those among them that a re-add left under the
 // batch's claim, which hid them until now.
 func (p *Processor) released(ctx context.Context, done batchDone, n int, res *Result) error {
-	lost := len(done.items) - n
+	lost := len(done.rows.ids) - n
 	if lost == 0 {
 		return nil
 	}
 	res.Lost += lost
 	l := p.list
-	if err := l.drv.releaseReadded(ctx, l.db, l.name, done.token, done.items); err != nil {
+	if err := l.drv.releaseReadded(ctx, l.db, l.name, done.token, done.rows.ids); err != nil {
 		return fmt.Errorf("todolist: release re-added items of %q: %w", l.name, err)
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
 
@@ -76,9 +75,9 @@ type driver interface {
 	// holds. It returns how many items it deleted, and held false when
 	// the lease had ended and nothing but the failures was written.
 	settle(ctx context.Context, db *sqlx.DB, s settlement) (removed int, held bool, err error)
-	// releaseReadded frees those of done, the items of a settled batch
-	// the settle did not delete, that a re-add left under the claim.
-	releaseReadded(ctx context.Context, db *sqlx.DB, list, token string, done []claimed) error
+	// releaseReadded frees those of ids, the done items of a settled
+	// batch the settle did not delete, that a re-add left under the claim.
+	releaseReadded(ctx context.Context, db *sqlx.DB, list, token string, ids []string) error
 
 	// pickTx takes up to limit items of list ready at now with the
 	// cutoff, in tx, earliest run_at first, in no particular order.
@@ -149,16 +148,38 @@ type claimed struct {
 	// version is the row's xmin on PostgreSQL: it tells the row claimed
 	// from a later version of the item (see sameRow).
 	version uint32
-	// ref is the row's ctid on PostgreSQL, which finds it without an
-	// index; zero on SQLite.
-	ref pgtype.TID
+	// ref is the row's place on PostgreSQL (its ctid), which finds it
+	// without an index; zero on SQLite.
+	ref rowPlace
+}
+
+// rowPlace is where a row stood when it was claimed, for a driver that
+// finds rows by their physical place: a block and an offset in it.
+type rowPlace struct {
+	block  uint32
+	offset uint16
+}
+
+// doneRows are the rows of a claimed batch whose action succeeded, as
+// settle needs them: their IDs, places and versions, gathered as the
+// actions return rather than copied from the whole items at the end.
+type doneRows struct {
+	ids      []string
+	refs     []rowPlace
+	versions []uint32
+}
+
+func (d *doneRows) add(c claimed) {
+	d.ids = append(d.ids, c.ID)
+	d.refs = append(d.refs, c.ref)
+	d.versions = append(d.versions, c.version)
 }
 
 // settlement is what is left to write of one claimed batch's outcome.
 type settlement struct {
 	list, token string
-	// done are the items whose action succeeded, to be deleted.
-	done []claimed
+	// done are the rows whose action succeeded, to be deleted.
+	done doneRows
 	// failures and parkings were recorded on the batch's items, and are
 	// added to the totals with the deletion.
 	failures, parkings int

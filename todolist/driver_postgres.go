@@ -299,7 +299,7 @@ func (postgresDriver) claim(ctx context.Context, db *sqlx.DB, list string, cutof
 					ID: id, Due: sqldb.DecodeTime(due), Attempts: attempts, LastError: lastError,
 					NextAttempt: leaseEnd, Claimed: true,
 				},
-				ref: ref, version: version,
+				ref: rowPlace{block: ref.BlockNumber, offset: ref.OffsetNumber}, version: version,
 			})
 		}
 		return rows.Err()
@@ -333,7 +333,7 @@ func (postgresDriver) releaseUnstarted(_ context.Context, _ *sqlx.DB, _, _ strin
 // fail: a row no longer the version claimed was removed or re-added; the
 // statement took the item out of the claim row either way.
 func (postgresDriver) fail(ctx context.Context, db *sqlx.DB, list, token string, c claimed, it Item, now int64) (bool, error) {
-	r, err := db.ExecContext(ctx, failPostgres, it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parkedFlag(it), list, c.ID, token, c.ref, c.version, now)
+	r, err := db.ExecContext(ctx, failPostgres, it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parkedFlag(it), list, c.ID, token, c.ref.tid(), c.version, now)
 	n, err := rowsAffected(r, err)
 	return n > 0, err
 }
@@ -343,7 +343,11 @@ func (postgresDriver) settle(ctx context.Context, db *sqlx.DB, s settlement) (re
 	if s.lapse {
 		settle = settleKeepPostgres
 	}
-	ids, refs, versions := idsAndRefs(s.done)
+	refs := make([]pgtype.TID, len(s.done.refs))
+	for i, r := range s.done.refs {
+		refs[i] = r.tid()
+	}
+	ids, versions := nonNil(s.done.ids), nonNil(s.done.versions)
 	now := sqldb.EncodeTime(s.now())
 	err = db.QueryRowContext(ctx, settle, s.list, s.token, refs, ids, s.failures, s.parkings, versions, now).Scan(&removed)
 	return removed, true, err
@@ -351,7 +355,7 @@ func (postgresDriver) settle(ctx context.Context, db *sqlx.DB, s settlement) (re
 
 // releaseReadded writes nothing: a re-added row is a new version, which
 // the claim row never held.
-func (postgresDriver) releaseReadded(context.Context, *sqlx.DB, string, string, []claimed) error {
+func (postgresDriver) releaseReadded(context.Context, *sqlx.DB, string, string, []string) error {
 	return nil
 }
 
@@ -390,13 +394,27 @@ func (postgresDriver) hold(ctx context.Context, ext sqlx.ExtContext, list, id st
 	return rows.Close()
 }
 
+// tid is r as PostgreSQL's ctid.
+func (r rowPlace) tid() pgtype.TID {
+	return pgtype.TID{BlockNumber: r.block, OffsetNumber: r.offset, Valid: true}
+}
+
+// nonNil returns s, or an empty slice for nil: an empty array, not NULL,
+// which a statement can count.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 // idsAndRefs returns the IDs, ctids and versions of items, each an empty
 // array rather than NULL when items is empty, so that a statement can
 // count them.
 func idsAndRefs(items []claimed) (ids []string, refs []pgtype.TID, versions []uint32) {
 	ids, refs, versions = make([]string, len(items)), make([]pgtype.TID, len(items)), make([]uint32, len(items))
 	for i, it := range items {
-		ids[i], refs[i], versions[i] = it.ID, it.ref, it.version
+		ids[i], refs[i], versions[i] = it.ID, it.ref.tid(), it.version
 	}
 	return ids, refs, versions
 }

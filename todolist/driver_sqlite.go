@@ -262,7 +262,7 @@ func (sqliteDriver) fail(ctx context.Context, db *sqlx.DB, list, token string, c
 // tables in one statement. The lease is checked inside the write
 // transaction, where no one else can claim (see renew).
 func (sqliteDriver) settle(ctx context.Context, db *sqlx.DB, s settlement) (removed int, held bool, err error) {
-	if len(s.done) == 0 {
+	if len(s.done.ids) == 0 {
 		return 0, true, countBatch(ctx, db, s.list, 0, s.failures, s.parkings)
 	}
 	tx, err := db.BeginTxx(ctx, nil)
@@ -279,7 +279,7 @@ func (sqliteDriver) settle(ctx context.Context, db *sqlx.DB, s settlement) (remo
 		}
 	}()
 	if held = s.holds(); held {
-		r, err := execIDs(ctx, tx, removeDoneIDs, idsOf(s.done), s.list, s.token)
+		r, err := execIDs(ctx, tx, removeDoneIDs, s.done.ids, s.list, s.token)
 		if removed, err = rowsAffected(r, err); err != nil {
 			return 0, false, err
 		}
@@ -294,8 +294,8 @@ func (sqliteDriver) settle(ctx context.Context, db *sqlx.DB, s settlement) (remo
 
 // releaseReadded frees the done items a re-add kept under the claim,
 // which hid them until now.
-func (sqliteDriver) releaseReadded(ctx context.Context, db *sqlx.DB, list, token string, done []claimed) error {
-	_, err := execIDs(ctx, db, releaseIDs, idsOf(done), list, token)
+func (sqliteDriver) releaseReadded(ctx context.Context, db *sqlx.DB, list, token string, ids []string) error {
+	_, err := execIDs(ctx, db, releaseIDs, ids, list, token)
 	return err
 }
 

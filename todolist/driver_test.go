@@ -126,7 +126,7 @@ func TestDriverSettlesDoneItemsWhileTheLeaseHolds(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		removed, held, err := c.d.settle(c.ctx, c.l.db, settlement{
-			list: c.l.name, token: "batch", done: batch[:2], failures: 1, parkings: 1,
+			list: c.l.name, token: "batch", done: rowsOf(batch[:2]), failures: 1, parkings: 1,
 			holds: func() bool { return true }, now: c.clock.Now,
 		})
 		require.NoError(t, err)
@@ -143,7 +143,7 @@ func TestDriverSettlesDoneItemsWhileTheLeaseHolds(t *testing.T) {
 		lapsed, _ := c.claim(at(0), 10, "lapsed")
 		c.clock.Advance(2 * time.Minute)
 		removed, _, err = c.d.settle(c.ctx, c.l.db, settlement{
-			list: c.l.name, token: "lapsed", done: lapsed,
+			list: c.l.name, token: "lapsed", done: rowsOf(lapsed),
 			holds: func() bool { return false }, now: c.clock.Now,
 		})
 		require.NoError(t, err)
@@ -292,6 +292,15 @@ func TestDriverWritesTransactionalBatches(t *testing.T) {
 		require.Equal(t, at(9), got.NextAttempt)
 		require.Equal(t, at(1).Add(1), c.get("i05").Due, "the changed row is kept")
 	})
+}
+
+// rowsOf is batch as the done rows of a settlement.
+func rowsOf(batch []claimed) doneRows {
+	var d doneRows
+	for _, c := range batch {
+		d.add(c)
+	}
+	return d
 }
 
 // ids is the IDs of items, in order.
