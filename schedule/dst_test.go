@@ -124,3 +124,88 @@ func TestDSTTable(t *testing.T) {
 func itoa(n int) string {
 	return strings.TrimLeft(time.Date(0, 1, 1, 0, 0, n, 0, time.UTC).Format("05"), "0") + map[bool]string{true: "0"}[n == 0]
 }
+
+// An EXDATE or RDATE written as a local time of the rule's zone stands
+// for that wall time, also in a gap: it excludes, or adds, the slot RFC
+// 5545 places there.
+func TestDatesInAGapMatchTheRulesOccurrences(t *testing.T) {
+	t.Parallel()
+	ex, err := schedule.RRule("DTSTART;TZID=Europe/Warsaw:20260327T023000\nRRULE:FREQ=DAILY;COUNT=4\nEXDATE;TZID=Europe/Warsaw:20260329T023000", nil)
+	require.NoError(t, err)
+	warsaw, _ := time.LoadLocation("Europe/Warsaw")
+	var got []string
+	for at := ex.Next(time.Date(2026, 3, 27, 0, 0, 0, 0, warsaw)); !at.IsZero(); at = ex.Next(at) {
+		got = append(got, at.In(warsaw).Format(time.RFC3339))
+	}
+	require.Equal(t, []string{"2026-03-27T02:30:00+01:00", "2026-03-28T02:30:00+01:00", "2026-03-30T02:30:00+02:00"}, got, "the 29th, in the gap, is excluded")
+
+	rd, err := schedule.RRule("DTSTART;TZID=America/New_York:20260301T120000\nRRULE:FREQ=DAILY;COUNT=1\nRDATE;TZID=America/New_York:20260308T023000", nil)
+	require.NoError(t, err)
+	newYork, _ := time.LoadLocation("America/New_York")
+	extra := rd.Next(time.Date(2026, 3, 2, 0, 0, 0, 0, newYork))
+	require.Equal(t, "2026-03-08T03:30:00-04:00", extra.In(newYork).Format(time.RFC3339), "02:30 in the gap, with the offset before it")
+
+	utc, err := schedule.RRule("DTSTART;TZID=Europe/Warsaw:20260301T120000\nRRULE:FREQ=DAILY;COUNT=1\nRDATE:20261025T013000Z", nil)
+	require.NoError(t, err)
+	at := utc.Next(time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC))
+	require.Equal(t, "2026-10-25T01:30:00Z", at.UTC().Format(time.RFC3339), "a UTC instant in the fold's second pass stays itself")
+}
+
+// UNTIL bounds a rule by the instants its occurrences are placed at. In
+// Warsaw on 2026-10-25 the clock shows 02:00-03:00 twice (CEST, then
+// CET) and RFC 5545 places a repeated time at its first pass: an UNTIL
+// in the second pass keeps the first pass's occurrences, all before it.
+// On 2026-03-29 it skips 02:00-03:00, and 02:30 is placed at 03:30 CEST:
+// an UNTIL at 03:15 CEST drops it. Reference: the rule without UNTIL,
+// cut at UNTIL.
+func TestUntilBoundsTheInstantsAroundDST(t *testing.T) {
+	t.Parallel()
+	warsaw, err := time.LoadLocation("Europe/Warsaw")
+	require.NoError(t, err)
+	for _, c := range []struct {
+		day   string
+		until []string
+	}{
+		{"20261025", []string{"20261025T001500Z", "20261025T004500Z", "20261025T010000Z", "20261025T011500Z", "20261025T014500Z", "20261025T021500", "20261025T024500"}},
+		{"20260329", []string{"20260329T004500Z", "20260329T010000Z", "20260329T011500Z", "20260329T014500Z", "20260329T023000", "20260329T031500"}},
+	} {
+		rule := "DTSTART;TZID=Europe/Warsaw:" + c.day + "T013000\nRRULE:FREQ=MINUTELY;INTERVAL=15"
+		open := mustSpec(t)(schedule.RRule(rule, nil))
+		from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		for _, u := range c.until {
+			bounded := mustSpec(t)(schedule.RRule(rule+";UNTIL="+u, nil))
+			var limit time.Time
+			if v, utc := strings.CutSuffix(u, "Z"); utc {
+				limit, err = time.Parse("20060102T150405", v)
+			} else {
+				limit, err = time.ParseInLocation("20060102T150405", u, warsaw)
+				limit = firstPass(limit, warsaw)
+			}
+			require.NoError(t, err)
+			var want []string
+			for at := open.Next(from); !at.After(limit); at = open.Next(at) {
+				want = append(want, at.In(warsaw).Format(time.RFC3339))
+			}
+			var got []string
+			for at := bounded.Next(from); !at.IsZero() && len(got) < 100; at = bounded.Next(at) {
+				got = append(got, at.In(warsaw).Format(time.RFC3339))
+			}
+			require.Equal(t, want, got, "UNTIL=%s", u)
+		}
+	}
+}
+
+// firstPass returns the first instant whose Warsaw wall clock shows t's
+// wall time (or, in a gap, reads it with the offset before the gap): how
+// RFC 5545 places a local time.
+func firstPass(t time.Time, loc *time.Location) time.Time {
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	for _, off := range []time.Duration{2 * time.Hour, time.Hour} {
+		at := time.Date(y, mo, d, h, mi, s, 0, time.UTC).Add(-off)
+		if at.In(loc).Hour() == h && at.In(loc).Minute() == mi {
+			return at
+		}
+	}
+	return time.Date(y, mo, d, h, mi, s, 0, time.UTC).Add(-time.Hour) // in the gap: CET, the offset before it
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
@@ -355,14 +354,23 @@ func (s *Scheduler) moveOn(ctx context.Context, tx *sqlx.Tx, fs []firing, now ti
 	return nil
 }
 
-// newRunID returns a fresh run id: a UUID of version 7, whose first bits
-// are the time, so that the runs of a minute go to the end of the run id
-// index instead of all over it (random ids made recording a run markedly
-// slower when many schedules share a minute).
-func newRunID() string {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.NewString() // no time to be had: random will do
-	}
-	return id.String()
+// bufferRecheck is how often a slot buffered behind an open run is looked
+// at again, in case Finish is never called (a lost worker's run stays
+// open until someone finishes it).
+const bufferRecheck = time.Minute
+
+// SlotsSkipped reports slots a catch-up policy did not fire, published
+// (WithPublisher) after the transaction that counted them commits.
+type SlotsSkipped struct {
+	Schedule string
+	// From and To are the first and last skipped slots; Count how many
+	// there were (from From to To inclusive).
+	From, To time.Time
+	Count    int64
+	// Policy names the catch-up policy: "all", "latest-only" or "skip".
+	Policy string
 }
+
+// ReportFailures counts SlotsSkipped reports the publisher refused; the
+// skipped slots themselves are counted in each schedule's state.
+func (s *Scheduler) ReportFailures() int64 { return s.reportFailures.Load() }

@@ -136,3 +136,26 @@ func TestConcurrentSyncsOfTheSameNewSchedules(t *testing.T) {
 		})
 	}
 }
+
+// A changed definition counts from now: a slot of the old one that had
+// come but not fired is counted as skipped, not dropped silently.
+func TestAChangeCountsTheSlotItDrops(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := time.Date(2026, 5, 1, 9, 59, 0, 0, time.UTC)
+	clock := clockwork.NewFakeClockAt(start)
+	db, _ := sqldbtest.SQLite(t)
+	n := newNode(t, db.DB, clock, &recorder{})
+	def := schedule.Definition{Name: "daily", Spec: mustSpec(t)(schedule.Cron("0 10 * * *", nil)), Payload: []byte(`1`)}
+	_, err := n.s.Sync(ctx, def)
+	require.NoError(t, err)
+	clock.Advance(90 * time.Second) // 10:00:30: the slot has come, no tick yet
+	def.Payload = []byte(`2`)
+	res, err := n.s.Sync(ctx, def)
+	require.NoError(t, err)
+	require.Equal(t, []string{"daily"}, res.Changed)
+	states, err := n.s.List(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), states[0].Skipped, "the 10:00 slot is counted as skipped")
+	require.True(t, states[0].Next.Equal(time.Date(2026, 5, 2, 10, 0, 0, 0, time.UTC)), "%s", states[0].Next)
+}

@@ -1,0 +1,65 @@
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/passage-of-time/passage/tick"
+)
+
+// Option configures a Scheduler.
+type Option func(*Scheduler) error
+
+// WithClock sets the clock the scheduler plans by; the default is the
+// real one.
+func WithClock(c clockwork.Clock) Option {
+	return func(s *Scheduler) error {
+		if c == nil {
+			return ErrWithClockNil
+		}
+		s.clock = c
+		return nil
+	}
+}
+
+// WithSkipsRecordedTx hands every SlotsSkipped to record inside the
+// transaction that counted it, before it commits: for an outbox, so that
+// a report is delivered if and only if the firing that decided it
+// commits (WithPublisher publishes after the commit, and loses a report
+// when the process ends in between). An error from record fails the
+// batch: its slots are retried, and nothing of it is stored.
+func WithSkipsRecordedTx(record func(ctx context.Context, tx *sqlx.Tx, r SlotsSkipped) error) Option {
+	return func(s *Scheduler) error {
+		if record == nil {
+			return ErrWithSkipsRecordedTxNil
+		}
+		s.recordTx = record
+		return nil
+	}
+}
+
+// WithPublisher publishes a SlotsSkipped for every skip (the bus's
+// Publish fits).
+func WithPublisher(p tick.Publisher) Option {
+	return func(s *Scheduler) error {
+		s.publisher = p
+		return nil
+	}
+}
+
+// WithLiveWindow sets how late a slot may be fired and still count as on
+// time for tick.Skip (default 2 minutes: a minute's tick, and its
+// processing).
+func WithLiveWindow(d time.Duration) Option {
+	return func(s *Scheduler) error {
+		if d <= 0 || d > MaxInterval {
+			return fmt.Errorf("%w, got %v", ErrWithLiveWindowOutOfRange, d)
+		}
+		s.live = d
+		return nil
+	}
+}

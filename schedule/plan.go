@@ -1,0 +1,80 @@
+package schedule
+
+import (
+	"time"
+
+	"github.com/passage-of-time/passage/tick"
+)
+
+// maxCounted bounds how many missed slots a catch-up plan walks through;
+// past it, the count of skipped slots is a lower bound.
+const maxCounted = 1_000_000
+
+// plan is what one firing does: fire one slot (or none), and report the
+// slots before it (or all of them) skipped.
+type plan struct {
+	fire             time.Time
+	skipFrom, skipTo time.Time
+	skipped          int64
+	// early is true when the first slot's time — the slot plus its jitter
+	// — has not come by the deciding clock: the item was taken by a clock
+	// ahead of this one, or this one stepped back since. Nothing fires,
+	// nothing is skipped, and the slot must be kept (see notYet).
+	early bool
+}
+
+// planFor applies the catch-up policy to the slots from first (the due
+// item's) to now.
+func (s *Scheduler) planFor(d Definition, first, now time.Time) plan {
+	var slots []time.Time // the latest ones, as many as the policy may fire
+	keep := 1
+	if a, ok := d.CatchUp.(tick.All); ok {
+		keep = a.Max
+	}
+	var p plan
+	if !first.IsZero() && (d.Until.IsZero() || !first.After(d.Until)) && d.due(first).After(now) {
+		p.early = true
+		return p
+	}
+	walked := 0
+	// A slot has come when its due time — the slot plus its jitter — has:
+	// a later slot whose jittered time is still ahead is not missed.
+	for at := first; !at.IsZero() && !d.due(at).After(now) && walked < maxCounted; at = d.Spec.Next(at) {
+		if !d.Until.IsZero() && at.After(d.Until) {
+			break
+		}
+		walked++
+		if len(slots) == keep {
+			p.skip(slots[0])
+			slots = slots[1:]
+		}
+		slots = append(slots, at)
+	}
+	if len(slots) == 0 {
+		return p
+	}
+	switch c := d.CatchUp.(type) {
+	case tick.All:
+		for len(slots) > 0 && d.due(slots[0]).Before(now.Add(-c.Window)) {
+			p.skip(slots[0])
+			slots = slots[1:]
+		}
+	case tick.Skip:
+		if now.Sub(d.due(slots[0])) > s.live {
+			p.skip(slots[0])
+			slots = nil
+		}
+	}
+	if len(slots) > 0 {
+		p.fire = slots[0]
+	}
+	return p
+}
+
+func (p *plan) skip(at time.Time) {
+	if p.skipFrom.IsZero() {
+		p.skipFrom = at
+	}
+	p.skipTo = at
+	p.skipped++
+}
