@@ -234,7 +234,7 @@ func (p *Processor) settle(ctx context.Context, done batchDone, res *Result) err
 // count adds completed and the batch's failures and parkings to the
 // list's totals, unless all are zero.
 func (p *Processor) count(ctx context.Context, ext sqlx.ExtContext, completed int, done batchDone) error {
-	return countBatch(ctx, ext, p.list.name, completed, done.failures, done.parkings)
+	return countBatch(ctx, ext, p.list.q.count, p.list.name, completed, done.failures, done.parkings)
 }
 
 // released counts the done items that were not removed (n were) as lost

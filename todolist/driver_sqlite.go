@@ -263,9 +263,9 @@ func (sqliteDriver) fail(ctx context.Context, db *sqlx.DB, list, token string, c
 // transaction, where no one else can claim (see renew).
 func (sqliteDriver) settle(ctx context.Context, db *sqlx.DB, s settlement) (removed int, held bool, err error) {
 	if len(s.done.ids) == 0 {
-		return 0, true, countBatch(ctx, db, s.list, 0, s.failures, s.parkings)
+		return 0, true, countBatch(ctx, db, countStatement, s.list, 0, s.failures, s.parkings)
 	}
-	tx, err := db.BeginTxx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, false, err
 	}
@@ -286,7 +286,7 @@ func (sqliteDriver) settle(ctx context.Context, db *sqlx.DB, s settlement) (remo
 	}
 	// Only the rows deleted here: those the actions removed themselves
 	// were counted by their removal (see List.RemoveTx).
-	if err := countBatch(ctx, tx, s.list, removed, s.failures, s.parkings); err != nil {
+	if err := countBatch(ctx, tx, countStatement, s.list, removed, s.failures, s.parkings); err != nil {
 		return 0, false, err
 	}
 	return removed, held, tx.Commit()

@@ -64,12 +64,13 @@ WHERE list = ? AND id = ? AND parked = 1`),
 }
 
 // countBatch adds completed and a batch's failures and parkings to list's
-// totals on ext, unless all are zero. The statement is rebound for ext.
-func countBatch(ctx context.Context, ext sqlx.ExtContext, list string, completed, failures, parkings int) error {
+// totals on ext with count, countStatement rebound for ext, unless all
+// are zero.
+func countBatch(ctx context.Context, ext sqlx.ExecerContext, count, list string, completed, failures, parkings int) error {
 	if completed == 0 && failures == 0 && parkings == 0 {
 		return nil
 	}
-	_, err := ext.ExecContext(ctx, ext.Rebind(countStatement), list, completed, failures, parkings)
+	_, err := ext.ExecContext(ctx, count, list, completed, failures, parkings)
 	return err
 }
 
