@@ -100,6 +100,16 @@ func TestDriverClaimsDueItemsInOrderWithinTheBound(t *testing.T) {
 		_, rest := c.claim(at(8), 10, "third")
 		require.Equal(t, []string{"i02", "i03"}, rest, "none due after the cutoff")
 		require.True(t, c.get("i09").Claimed)
+		page, err := ReadItems(c.ctx, c.l.db, c.l.name, false, Cursor{}, 10, c.clock.Now())
+		require.NoError(t, err)
+		var held []string
+		for _, it := range page.Items {
+			if it.Claimed {
+				held = append(held, it.ID)
+			}
+		}
+		slices.Sort(held)
+		require.Equal(t, []string{"i02", "i03", "i04", "i05", "i06", "i07", "i08", "i09"}, held, "a page judges claims as get does (pageQuery)")
 
 		rows, err := c.d.due(c.ctx, c.l.db, c.l.name, enc(at(20)), enc(c.clock.Now()), 10)
 		due, err := c.l.scan(c.clock.Now(), rows, err)
