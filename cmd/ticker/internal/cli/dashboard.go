@@ -155,7 +155,7 @@ func serveCommand(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 	}
-	tel, err := startTelemetry(ctx, logger)
+	tel, err := startTelemetry(ctx, env, logger)
 	if err != nil {
 		return err
 	}

@@ -122,7 +122,7 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 		holder = tick.NewHolderID()
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{ReplaceAttr: losslessTimes}))
-	tel, err := startTelemetry(ctx, logger)
+	tel, err := startTelemetry(ctx, env, logger)
 	if err != nil {
 		return err
 	}

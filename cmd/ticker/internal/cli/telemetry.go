@@ -12,17 +12,27 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // Telemetry of the commands that keep running ("ticker run", "ticker
 // serve"). The libraries speak only the OpenTelemetry API; the SDK and
 // the exporters are chosen here, in the binary, and installed as the
 // global providers, so that what the libraries record reaches them.
-// Metrics go to /metrics through the Prometheus exporter.
+// Metrics go to /metrics through the Prometheus exporter; traces go over
+// OTLP/HTTP when one of the standard variables names where (see
+// otlpEndpointEnv), and nowhere otherwise.
+
+// otlpEndpointEnv are the standard variables naming a collector for
+// traces: either installs the OTLP/HTTP exporter, which reads them — and
+// the rest of OTEL_EXPORTER_OTLP_* (headers, timeout, certificates,
+// compression) — itself.
+var otlpEndpointEnv = []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"}
 
 // telemetryShutdownTimeout bounds the flush at exit.
 const telemetryShutdownTimeout = 5 * time.Second
@@ -30,20 +40,23 @@ const telemetryShutdownTimeout = 5 * time.Second
 // meterScope names the instruments the binary makes itself.
 const meterScope = "github.com/passage-of-time/passage/cmd/ticker"
 
-// telemetry is the command's metric provider and what serves it.
+// telemetry is the command's providers, and what serves its metrics.
 type telemetry struct {
 	// registry is the exporter's own, not Prometheus's global one: each
 	// command (each test) has its figures alone.
 	registry *prometheus.Registry
 	meters   *sdkmetric.MeterProvider
-	logger   *slog.Logger
+	// tracers is nil unless a collector is named: no tracer provider is
+	// installed then, and spans cost nothing.
+	tracers *sdktrace.TracerProvider
+	logger  *slog.Logger
 }
 
 // startTelemetry sets up the providers and makes them the global ones.
 // The resource names the service "ticker" unless OTEL_SERVICE_NAME or
 // OTEL_RESOURCE_ATTRIBUTES say otherwise. Errors the SDK reports outside
 // a call (a collection that failed, an export refused) are logged.
-func startTelemetry(ctx context.Context, logger *slog.Logger) (*telemetry, error) {
+func startTelemetry(ctx context.Context, env Env, logger *slog.Logger) (*telemetry, error) {
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", "ticker")),
 		resource.WithTelemetrySDK(),
@@ -70,7 +83,25 @@ func startTelemetry(ctx context.Context, logger *slog.Logger) (*telemetry, error
 		logger.Warn("telemetry", "err", err)
 	}))
 	otel.SetMeterProvider(t.meters)
+	if tracesWanted(env) {
+		exporter, err := otlptracehttp.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
+		}
+		t.tracers = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+		otel.SetTracerProvider(t.tracers)
+	}
 	return t, nil
+}
+
+// tracesWanted reports whether a standard variable names a collector.
+func tracesWanted(env Env) bool {
+	for _, k := range otlpEndpointEnv {
+		if env.getenv(k) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // meter is the binary's own meter.
@@ -91,6 +122,12 @@ func (t *telemetry) shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), telemetryShutdownTimeout)
 	defer cancel()
 	var errs []error
+	if t.tracers != nil {
+		// Exports the spans still batched.
+		if err := t.tracers.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("telemetry: stop the tracer provider: %w", err))
+		}
+	}
 	if err := t.meters.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("telemetry: stop the meter provider: %w", err))
 	}
