@@ -19,7 +19,7 @@ func replaying(decisions []any) *execution {
 }
 
 func BenchmarkReplayNow(b *testing.B) {
-	x := replaying([]any{NowRecorded{At: t0}})
+	x := replaying([]any{nowRecorded{At: t0}})
 	b.ReportAllocs()
 	for b.Loop() {
 		x.next = 0
@@ -30,7 +30,7 @@ func BenchmarkReplayNow(b *testing.B) {
 }
 
 func BenchmarkReplayStep(b *testing.B) {
-	x := replaying([]any{StepCompleted{Name: "charge", Result: json.RawMessage(`42`), Attempts: 1}})
+	x := replaying([]any{stepCompleted{Name: "charge", Result: json.RawMessage(`42`), Attempts: 1}})
 	fn := func(context.Context, StepInfo) (int, error) { panic("a recorded step must not run") }
 	b.ReportAllocs()
 	for b.Loop() {
@@ -42,7 +42,7 @@ func BenchmarkReplayStep(b *testing.B) {
 }
 
 func BenchmarkReplaySleepDue(b *testing.B) {
-	x := replaying([]any{TimerScheduled{Seq: 0, Until: t0}, TimerFired{Seq: 0}})
+	x := replaying([]any{timerScheduled{Seq: 0, Until: t0}, timerFired{Seq: 0}})
 	b.ReportAllocs()
 	for b.Loop() {
 		x.next, x.seq = 0, 0
@@ -56,9 +56,9 @@ func TestReplayingRecordedAnswersAllocatesAlmostNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates on its own")
 	}
-	now := replaying([]any{NowRecorded{At: t0}})
-	step := replaying([]any{StepCompleted{Name: "charge", Result: json.RawMessage(`42`), Attempts: 1}})
-	sleep := replaying([]any{TimerScheduled{Seq: 0, Until: t0}, TimerFired{Seq: 0}})
+	now := replaying([]any{nowRecorded{At: t0}})
+	step := replaying([]any{stepCompleted{Name: "charge", Result: json.RawMessage(`42`), Attempts: 1}})
+	sleep := replaying([]any{timerScheduled{Seq: 0, Until: t0}, timerFired{Seq: 0}})
 	never := func(context.Context, StepInfo) (int, error) { panic("a recorded step must not run") }
 	for _, c := range []struct {
 		name string

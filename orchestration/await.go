@@ -40,7 +40,7 @@ func (x *execution) await(signal string, timeout time.Duration) (json.RawMessage
 	}
 	var until time.Time
 	switch e := x.peek().(type) {
-	case AwaitStarted:
+	case awaitStarted:
 		if e.Signal != signal || e.Seq != seq {
 			x.mismatch(fmt.Sprintf("Await %q", signal))
 			return nil, false, ErrSuspended
@@ -52,16 +52,16 @@ func (x *execution) await(signal string, timeout time.Duration) (json.RawMessage
 			return nil, false, x.cancelNow()
 		}
 		until = x.now().Add(timeout)
-		x.record(AwaitStarted{Seq: seq, Signal: signal, Until: until})
+		x.record(awaitStarted{Seq: seq, Signal: signal, Until: until})
 	default:
 		x.mismatch(fmt.Sprintf("Await %q", signal))
 		return nil, false, ErrSuspended
 	}
 	switch e := x.peek().(type) {
-	case SignalConsumed:
+	case signalConsumed:
 		x.next++
 		return x.payload(e.Version), true, nil
-	case AwaitTimedOut:
+	case awaitTimedOut:
 		x.next++
 		return nil, false, nil
 	case nil:
@@ -76,14 +76,14 @@ func (x *execution) await(signal string, timeout time.Duration) (json.RawMessage
 		return nil, false, x.cancelNow()
 	}
 	for _, r := range x.history {
-		if s, ok := r.Event.(SignalReceived); ok && s.Name == signal && !x.consumed[r.Version] {
+		if s, ok := r.Event.(signalReceived); ok && s.Name == signal && !x.consumed[r.Version] {
 			x.consumed[r.Version] = true
-			x.record(SignalConsumed{Seq: seq, Version: r.Version})
+			x.record(signalConsumed{Seq: seq, Version: r.Version})
 			return s.Payload, true, nil
 		}
 	}
 	if !x.now().Before(until) {
-		x.record(AwaitTimedOut{Seq: seq})
+		x.record(awaitTimedOut{Seq: seq})
 		return nil, false, nil
 	}
 	x.suspend(until)
@@ -93,7 +93,7 @@ func (x *execution) await(signal string, timeout time.Duration) (json.RawMessage
 func (x *execution) payload(version int64) json.RawMessage {
 	for _, r := range x.history {
 		if r.Version == version {
-			if s, ok := r.Event.(SignalReceived); ok {
+			if s, ok := r.Event.(signalReceived); ok {
 				return s.Payload
 			}
 		}

@@ -50,7 +50,7 @@ func TestAConflictOnOneInstanceFailsNoneOfItsBatch(t *testing.T) {
 					signalled = true
 					// Another execution found the sleep over and recorded
 					// it, without touching the instance's to-do item.
-					_, err := w.e.store.Append(ctx, streamOf("i-1"), eventstore.StreamExists, TimerFired{Seq: 0})
+					_, err := w.e.store.Append(ctx, streamOf("i-1"), eventstore.StreamExists, timerFired{Seq: 0})
 					require.NoError(t, err)
 				}
 				return nil

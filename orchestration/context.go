@@ -135,7 +135,7 @@ func (x *execution) cancelledHere() bool {
 		return false
 	}
 	switch x.peek().(type) {
-	case nil, CompensationCompleted:
+	case nil, compensationCompleted:
 		return true
 	}
 	return false
@@ -192,7 +192,7 @@ func (x *execution) appendPastInbox() (int64, error) {
 // over.
 func (x *execution) mustFlushBeforeSideEffect() bool {
 	for _, e := range x.pending {
-		if _, ok := e.(TimerFired); !ok {
+		if _, ok := e.(timerFired); !ok {
 			return true
 		}
 	}

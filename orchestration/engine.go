@@ -128,7 +128,7 @@ func Start[I any](ctx context.Context, e *Engine, workflow, instance string, inp
 	}
 	now := e.clock.Now()
 	err = e.inTx(ctx, func(tx *sqlx.Tx) error {
-		if _, err := e.store.AppendTx(ctx, tx, streamOf(instance), eventstore.NoStream, WorkflowStarted{Workflow: workflow, Input: in, At: now}); err != nil {
+		if _, err := e.store.AppendTx(ctx, tx, streamOf(instance), eventstore.NoStream, workflowStarted{Workflow: workflow, Input: in, At: now}); err != nil {
 			return err
 		}
 		return e.list.AddTx(ctx, tx, instance, now)
@@ -160,7 +160,7 @@ func (e *Engine) Signal(ctx context.Context, instance, name string, payload any)
 	if err != nil {
 		return fmt.Errorf("%w: signal %q payload: %v", ErrInvalidArgument, name, err)
 	}
-	return e.inbox(ctx, "signal", instance, SignalReceived{Name: name, Payload: b})
+	return e.inbox(ctx, "signal", instance, signalReceived{Name: name, Payload: b})
 }
 
 // Cancel asks an instance to stop: its next call to Sleep, Await or a new
@@ -168,7 +168,7 @@ func (e *Engine) Signal(ctx context.Context, instance, name string, payload any)
 // Cancelling an instance that has ended is refused with an error wrapping
 // ErrFinished, an id never started with ErrUnknownInstance.
 func (e *Engine) Cancel(ctx context.Context, instance string) error {
-	return e.inbox(ctx, "cancel", instance, CancelRequested{})
+	return e.inbox(ctx, "cancel", instance, cancelRequested{})
 }
 
 func (e *Engine) inbox(ctx context.Context, verb, instance string, event any) error {
@@ -268,9 +268,9 @@ func (e *Engine) prepare(ctx context.Context, instance string, history []eventst
 	x := &execution{engine: e, ctx: ctx, instance: instance, stream: streamOf(instance), history: history, consumed: map[int64]bool{}}
 	for _, r := range history {
 		switch ev := r.Event.(type) {
-		case CancelRequested:
+		case cancelRequested:
 			x.cancel = true
-		case SignalConsumed:
+		case signalConsumed:
 			x.consumed[ev.Version] = true
 		}
 		if isDecision(r.Event) {
@@ -278,7 +278,7 @@ func (e *Engine) prepare(ctx context.Context, instance string, history []eventst
 		}
 		x.version = r.Version
 	}
-	return &loaded{x, history[0].Event.(WorkflowStarted).Input}, fn, nil
+	return &loaded{x, history[0].Event.(workflowStarted).Input}, fn, nil
 }
 
 // callWorkflow runs the function, turning a panic into an error.
@@ -309,15 +309,15 @@ func (e *Engine) finish(ctx context.Context, x *loaded, out json.RawMessage, run
 		// calls record, and none records once the replay disagreed, so
 		// all of it is what happened; the stuck event comes after it.
 		x.suspended = false
-		x.pending = append(x.pending, WorkflowStuck{Error: x.stuck.Error()})
+		x.pending = append(x.pending, workflowStuck{Error: x.stuck.Error()})
 	case x.suspended:
 	case runErr == nil:
-		x.record(WorkflowCompleted{Output: out})
+		x.record(workflowCompleted{Output: out})
 	default:
 		// Failed or cancelled: undo what was done, newest first.
 		for i := len(x.compensations) - 1; i >= 0; i-- {
 			c := x.compensations[i]
-			if done, ok := x.peek().(CompensationCompleted); ok && done.Name == c.name {
+			if done, ok := x.peek().(compensationCompleted); ok && done.Name == c.name {
 				x.next++
 				continue
 			}
@@ -328,12 +328,12 @@ func (e *Engine) finish(ctx context.Context, x *loaded, out json.RawMessage, run
 			if err := runCompensation(ctx, c); err != nil {
 				return fmt.Errorf("orchestration: %s: compensation %q: %w", x.instance, c.name, err) // retried at the item's backoff
 			}
-			x.record(CompensationCompleted{Name: c.name})
+			x.record(compensationCompleted{Name: c.name})
 		}
 		if errors.Is(runErr, ErrCancelled) {
-			x.record(WorkflowCancelled{})
+			x.record(workflowCancelled{})
 		} else {
-			x.record(WorkflowFailed{Error: runErr.Error()})
+			x.record(workflowFailed{Error: runErr.Error()})
 		}
 	}
 	return nil

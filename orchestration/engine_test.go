@@ -214,7 +214,7 @@ func TestACrashAtEveryAppendResumesWithoutRepeatingARecordedStep(t *testing.T) {
 					return nil
 				}
 				for _, e := range events {
-					if s, ok := e.(StepCompleted); ok {
+					if s, ok := e.(stepCompleted); ok {
 						lost = s.Name
 					}
 				}

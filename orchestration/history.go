@@ -11,113 +11,114 @@ import (
 // The history of an instance is one event stream, "workflow/<id>". The
 // events the function's calls produce ("decisions") are replayed in
 // order; signals and cancel requests come from outside and are read as
-// an inbox.
+// an inbox. The events are the package's own: users read a history
+// through HistoryEvent (its stored type name, JSON and Describe).
 
-// WorkflowStarted opens an instance's history.
-type WorkflowStarted struct {
+// workflowStarted opens an instance's history.
+type workflowStarted struct {
 	Workflow string
 	Input    json.RawMessage
 	At       time.Time
 }
 
-// NowRecorded is a Context.Now answer.
-type NowRecorded struct{ At time.Time }
+// nowRecorded is a Context.Now answer.
+type nowRecorded struct{ At time.Time }
 
-// IDRecorded is a Context.NewID answer.
-type IDRecorded struct{ ID string }
+// idRecorded is a Context.NewID answer.
+type idRecorded struct{ ID string }
 
-// StepCompleted records a step's result.
-type StepCompleted struct {
+// stepCompleted records a step's result.
+type stepCompleted struct {
 	Name     string
 	Result   json.RawMessage
 	Attempts int
 }
 
-// StepAttemptFailed records a failed attempt that will be retried at RetryAt.
-type StepAttemptFailed struct {
+// stepAttemptFailed records a failed attempt that will be retried at RetryAt.
+type stepAttemptFailed struct {
 	Name    string
 	Attempt int
 	Error   string
 	RetryAt time.Time
 }
 
-// StepFailed records a step that failed for good: its last error.
-type StepFailed struct {
+// stepFailed records a step that failed for good: its last error.
+type stepFailed struct {
 	Name     string
 	Error    string
 	Attempts int
 }
 
-// TimerScheduled records a durable delay until Until.
-type TimerScheduled struct {
+// timerScheduled records a durable delay until Until.
+type timerScheduled struct {
 	Seq   int
 	Until time.Time
 }
 
-// TimerFired records that the delay Seq was over when replay reached it.
-type TimerFired struct{ Seq int }
+// timerFired records that the delay Seq was over when replay reached it.
+type timerFired struct{ Seq int }
 
-// AwaitStarted records an Await for a signal until Until.
-type AwaitStarted struct {
+// awaitStarted records an Await for a signal until Until.
+type awaitStarted struct {
 	Seq    int
 	Signal string
 	Until  time.Time
 }
 
-// SignalConsumed records that Await Seq took the signal at Version.
-type SignalConsumed struct {
+// signalConsumed records that Await Seq took the signal at Version.
+type signalConsumed struct {
 	Seq     int
 	Version int64
 }
 
-// AwaitTimedOut records that Await Seq ran out of time.
-type AwaitTimedOut struct{ Seq int }
+// awaitTimedOut records that Await Seq ran out of time.
+type awaitTimedOut struct{ Seq int }
 
-// CompensationCompleted records a compensation that ran.
-type CompensationCompleted struct{ Name string }
+// compensationCompleted records a compensation that ran.
+type compensationCompleted struct{ Name string }
 
-// WorkflowCompleted closes a history with the function's result.
-type WorkflowCompleted struct{ Output json.RawMessage }
+// workflowCompleted closes a history with the function's result.
+type workflowCompleted struct{ Output json.RawMessage }
 
-// WorkflowFailed closes a history with the function's error.
-type WorkflowFailed struct{ Error string }
+// workflowFailed closes a history with the function's error.
+type workflowFailed struct{ Error string }
 
-// WorkflowCancelled closes the history of a cancelled instance.
-type WorkflowCancelled struct{}
+// workflowCancelled closes the history of a cancelled instance.
+type workflowCancelled struct{}
 
-// WorkflowStuck closes a history whose replay disagreed with it.
-type WorkflowStuck struct{ Error string }
+// workflowStuck closes a history whose replay disagreed with it.
+type workflowStuck struct{ Error string }
 
-// SignalReceived is a signal sent to the instance (inbox, not a decision).
-type SignalReceived struct {
+// signalReceived is a signal sent to the instance (inbox, not a decision).
+type signalReceived struct {
 	Name    string
 	Payload json.RawMessage
 }
 
-// CancelRequested asks the instance to cancel (inbox, not a decision).
-type CancelRequested struct{}
+// cancelRequested asks the instance to cancel (inbox, not a decision).
+type cancelRequested struct{}
 
 func registry() (*eventstore.Registry, error) {
 	r := eventstore.NewRegistry()
 	for _, reg := range []error{
-		eventstore.Register[WorkflowStarted](r, "orchestration.Started"),
-		eventstore.Register[NowRecorded](r, "orchestration.NowRecorded"),
-		eventstore.Register[IDRecorded](r, "orchestration.IDRecorded"),
-		eventstore.Register[StepCompleted](r, "orchestration.StepCompleted"),
-		eventstore.Register[StepAttemptFailed](r, "orchestration.StepAttemptFailed"),
-		eventstore.Register[StepFailed](r, "orchestration.StepFailed"),
-		eventstore.Register[TimerScheduled](r, "orchestration.TimerScheduled"),
-		eventstore.Register[TimerFired](r, "orchestration.TimerFired"),
-		eventstore.Register[AwaitStarted](r, "orchestration.AwaitStarted"),
-		eventstore.Register[SignalConsumed](r, "orchestration.SignalConsumed"),
-		eventstore.Register[AwaitTimedOut](r, "orchestration.AwaitTimedOut"),
-		eventstore.Register[CompensationCompleted](r, "orchestration.CompensationCompleted"),
-		eventstore.Register[WorkflowCompleted](r, "orchestration.Completed"),
-		eventstore.Register[WorkflowFailed](r, "orchestration.Failed"),
-		eventstore.Register[WorkflowCancelled](r, "orchestration.Cancelled"),
-		eventstore.Register[WorkflowStuck](r, "orchestration.Stuck"),
-		eventstore.Register[SignalReceived](r, "orchestration.SignalReceived"),
-		eventstore.Register[CancelRequested](r, "orchestration.CancelRequested"),
+		eventstore.Register[workflowStarted](r, "orchestration.Started"),
+		eventstore.Register[nowRecorded](r, "orchestration.NowRecorded"),
+		eventstore.Register[idRecorded](r, "orchestration.IDRecorded"),
+		eventstore.Register[stepCompleted](r, "orchestration.StepCompleted"),
+		eventstore.Register[stepAttemptFailed](r, "orchestration.StepAttemptFailed"),
+		eventstore.Register[stepFailed](r, "orchestration.StepFailed"),
+		eventstore.Register[timerScheduled](r, "orchestration.TimerScheduled"),
+		eventstore.Register[timerFired](r, "orchestration.TimerFired"),
+		eventstore.Register[awaitStarted](r, "orchestration.AwaitStarted"),
+		eventstore.Register[signalConsumed](r, "orchestration.SignalConsumed"),
+		eventstore.Register[awaitTimedOut](r, "orchestration.AwaitTimedOut"),
+		eventstore.Register[compensationCompleted](r, "orchestration.CompensationCompleted"),
+		eventstore.Register[workflowCompleted](r, "orchestration.Completed"),
+		eventstore.Register[workflowFailed](r, "orchestration.Failed"),
+		eventstore.Register[workflowCancelled](r, "orchestration.Cancelled"),
+		eventstore.Register[workflowStuck](r, "orchestration.Stuck"),
+		eventstore.Register[signalReceived](r, "orchestration.SignalReceived"),
+		eventstore.Register[cancelRequested](r, "orchestration.CancelRequested"),
 	} {
 		if reg != nil {
 			return nil, reg
@@ -129,23 +130,23 @@ func registry() (*eventstore.Registry, error) {
 // describe names a decision for replay-mismatch errors.
 func describe(e any) string {
 	switch e := e.(type) {
-	case NowRecorded:
+	case nowRecorded:
 		return "Now"
-	case IDRecorded:
+	case idRecorded:
 		return "NewID"
-	case StepCompleted:
+	case stepCompleted:
 		return fmt.Sprintf("Step %q", e.Name)
-	case StepAttemptFailed:
+	case stepAttemptFailed:
 		return fmt.Sprintf("Step %q", e.Name)
-	case StepFailed:
+	case stepFailed:
 		return fmt.Sprintf("Step %q", e.Name)
-	case TimerScheduled, TimerFired:
+	case timerScheduled, timerFired:
 		return "Sleep"
-	case AwaitStarted:
+	case awaitStarted:
 		return fmt.Sprintf("Await %q", e.Signal)
-	case SignalConsumed, AwaitTimedOut:
+	case signalConsumed, awaitTimedOut:
 		return "Await"
-	case CompensationCompleted:
+	case compensationCompleted:
 		return fmt.Sprintf("compensation %q", e.Name)
 	case nil:
 		return "the end of the history"
@@ -156,7 +157,7 @@ func describe(e any) string {
 // isDecision reports whether e is produced by the function's own calls.
 func isDecision(e any) bool {
 	switch e.(type) {
-	case WorkflowStarted, SignalReceived, CancelRequested, WorkflowCompleted, WorkflowFailed, WorkflowCancelled, WorkflowStuck:
+	case workflowStarted, signalReceived, cancelRequested, workflowCompleted, workflowFailed, workflowCancelled, workflowStuck:
 		return false
 	}
 	return true

@@ -22,7 +22,7 @@ const inboxRounds = 8
 // decisions after it and sees it on its next wake-up.
 func fromInbox(e any) bool {
 	switch e.(type) {
-	case SignalReceived, CancelRequested:
+	case signalReceived, cancelRequested:
 		return true
 	}
 	return false

@@ -38,9 +38,9 @@ type HistoryEvent struct {
 	Data json.RawMessage
 	// RecordedAt is when the event was appended.
 	RecordedAt time.Time
-	// Event is the decoded event (a WorkflowStarted, a StepCompleted…), or
+	// event is the decoded event (a workflowStarted, a stepCompleted…), or
 	// nil for a type this package does not know (written by a newer one).
-	Event any
+	event any
 }
 
 // Describe says in a line what the event means, its instants in loc: the
@@ -48,42 +48,42 @@ type HistoryEvent struct {
 // payloads as JSON on one line.
 func (h HistoryEvent) Describe(loc *time.Location) string {
 	at := func(t time.Time) string { return tick.FormatTime(t.In(loc)) }
-	switch e := h.Event.(type) {
-	case WorkflowStarted:
+	switch e := h.event.(type) {
+	case workflowStarted:
 		return fmt.Sprintf("started %s (input %s)", e.Workflow, compactJSON(e.Input))
-	case NowRecorded:
+	case nowRecorded:
 		return "read the clock: " + at(e.At)
-	case IDRecorded:
+	case idRecorded:
 		return "new id " + e.ID
-	case StepCompleted:
+	case stepCompleted:
 		return fmt.Sprintf("step %s completed (attempt %d): %s", e.Name, e.Attempts, compactJSON(e.Result))
-	case StepAttemptFailed:
+	case stepAttemptFailed:
 		return fmt.Sprintf("step %s attempt %d failed: %s; retry at %s", e.Name, e.Attempt, e.Error, at(e.RetryAt))
-	case StepFailed:
+	case stepFailed:
 		return fmt.Sprintf("step %s failed for good after %d attempts: %s", e.Name, e.Attempts, e.Error)
-	case TimerScheduled:
+	case timerScheduled:
 		return fmt.Sprintf("sleeping until %s (timer %d)", at(e.Until), e.Seq)
-	case TimerFired:
+	case timerFired:
 		return fmt.Sprintf("timer %d over", e.Seq)
-	case AwaitStarted:
+	case awaitStarted:
 		return fmt.Sprintf("awaiting signal %s until %s", e.Signal, at(e.Until))
-	case SignalReceived:
+	case signalReceived:
 		return fmt.Sprintf("signal %s received: %s", e.Name, compactJSON(e.Payload))
-	case SignalConsumed:
+	case signalConsumed:
 		return fmt.Sprintf("took signal at version %d", e.Version)
-	case AwaitTimedOut:
+	case awaitTimedOut:
 		return "await timed out"
-	case CompensationCompleted:
+	case compensationCompleted:
 		return fmt.Sprintf("compensation %s done", e.Name)
-	case WorkflowCompleted:
+	case workflowCompleted:
 		return "completed: " + compactJSON(e.Output)
-	case WorkflowFailed:
+	case workflowFailed:
 		return "failed: " + e.Error
-	case CancelRequested:
+	case cancelRequested:
 		return "cancel requested"
-	case WorkflowCancelled:
+	case workflowCancelled:
 		return "cancelled"
-	case WorkflowStuck:
+	case workflowStuck:
 		return "stuck: " + e.Error
 	}
 	return fmt.Sprintf("event %s: %s", h.Type, compactJSON(h.Data))
@@ -114,7 +114,7 @@ var decoder = func() *eventstore.Registry {
 func decodeHistoryEvent(typ string, data []byte, at, version int64) HistoryEvent {
 	h := HistoryEvent{Version: version, Type: typ, Data: append(json.RawMessage(nil), data...), RecordedAt: sqldb.DecodeTime(at)}
 	if e, err := decoder.Decode(typ, data); err == nil {
-		h.Event = e
+		h.event = e
 	}
 	return h
 }
@@ -160,7 +160,7 @@ func ReadHistory(ctx context.Context, q sqlx.ExtContext, instance string) ([]His
 func StatusOf(instance string, history []HistoryEvent) Status {
 	recorded := make([]eventstore.Recorded, len(history))
 	for i, h := range history {
-		recorded[i] = eventstore.Recorded{Version: h.Version, Event: h.Event}
+		recorded[i] = eventstore.Recorded{Version: h.Version, Event: h.event}
 	}
 	return fold(instance, recorded)
 }

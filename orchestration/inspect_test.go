@@ -120,7 +120,7 @@ func TestReadInstancesPagesEveryInstanceOnceByID(t *testing.T) {
 			store, err := eventstore.Open(ctx, db.DB, decoder)
 			require.NoError(t, err)
 			for _, stream := range []string{"workflow", "workflow0", "workflows/x", "orders/1"} {
-				_, err = store.Append(ctx, stream, eventstore.NoStream, CancelRequested{})
+				_, err = store.Append(ctx, stream, eventstore.NoStream, cancelRequested{})
 				require.NoError(t, err)
 			}
 			want, counts := bruteForce(t, db, ids)
@@ -173,13 +173,13 @@ func TestCountInstancesTakesEachInstancesLatestState(t *testing.T) {
 			_, ids := inspectionWorld(t, db.DB)
 			store, err := eventstore.Open(ctx, db.DB, decoder)
 			require.NoError(t, err)
-			started := WorkflowStarted{Workflow: "job", At: t0}
+			started := workflowStarted{Workflow: "job", At: t0}
 			histories := map[string][]any{
-				"twice-stuck-then-completed": {started, WorkflowStuck{Error: "replay"}, WorkflowCompleted{}},
-				"twice-failed-then-failed":   {started, WorkflowFailed{Error: "a"}, WorkflowFailed{Error: "b"}},
-				"cancelled-then-signalled":   {started, WorkflowCancelled{}, SignalReceived{Name: "late"}},
-				"started-only":               {started, TimerScheduled{Seq: 1, Until: t0.Add(time.Hour)}},
-				"unknown-event-after-end":    {started, WorkflowCompleted{}},
+				"twice-stuck-then-completed": {started, workflowStuck{Error: "replay"}, workflowCompleted{}},
+				"twice-failed-then-failed":   {started, workflowFailed{Error: "a"}, workflowFailed{Error: "b"}},
+				"cancelled-then-signalled":   {started, workflowCancelled{}, signalReceived{Name: "late"}},
+				"started-only":               {started, timerScheduled{Seq: 1, Until: t0.Add(time.Hour)}},
+				"unknown-event-after-end":    {started, workflowCompleted{}},
 			}
 			for id, events := range histories {
 				_, err := store.Append(ctx, streamOf(id), eventstore.NoStream, events...)

@@ -12,7 +12,7 @@ func (x *execution) Now() time.Time {
 	if x.stopped() {
 		return time.Time{} // unwinding: nothing more is recorded
 	}
-	if e, ok := x.peek().(NowRecorded); ok {
+	if e, ok := x.peek().(nowRecorded); ok {
 		x.next++
 		return e.At
 	}
@@ -21,7 +21,7 @@ func (x *execution) Now() time.Time {
 		return time.Time{}
 	}
 	at := x.now()
-	x.record(NowRecorded{At: at})
+	x.record(nowRecorded{At: at})
 	return at
 }
 
@@ -29,7 +29,7 @@ func (x *execution) NewID() string {
 	if x.stopped() {
 		return ""
 	}
-	if e, ok := x.peek().(IDRecorded); ok {
+	if e, ok := x.peek().(idRecorded); ok {
 		x.next++
 		return e.ID
 	}
@@ -38,7 +38,7 @@ func (x *execution) NewID() string {
 		return ""
 	}
 	id := newID()
-	x.record(IDRecorded{ID: id})
+	x.record(idRecorded{ID: id})
 	return id
 }
 

@@ -87,7 +87,7 @@ func replay(ctx context.Context, e *Engine, fn func(*execution, json.RawMessage)
 	if len(history) == 0 {
 		return fmt.Errorf("orchestration: replay %s: %w", instance, ErrUnknownInstance)
 	}
-	started, ok := history[0].Event.(WorkflowStarted)
+	started, ok := history[0].Event.(workflowStarted)
 	if !ok {
 		return fmt.Errorf("%w: replay %s: the history does not begin with WorkflowStarted", ErrInvalidArgument, instance)
 	}
@@ -98,9 +98,9 @@ func replay(ctx context.Context, e *Engine, fn func(*execution, json.RawMessage)
 	x := &execution{engine: e, ctx: ctx, instance: instance, stream: streamOf(instance), history: history, consumed: map[int64]bool{}, replayOnly: true}
 	for _, r := range history {
 		switch ev := r.Event.(type) {
-		case CancelRequested:
+		case cancelRequested:
 			x.cancel = true
-		case SignalConsumed:
+		case signalConsumed:
 			x.consumed[ev.Version] = true
 		}
 		if isDecision(r.Event) {

@@ -28,7 +28,7 @@ func historyOf(t *testing.T, w *world, instance string) []eventstore.Recorded {
 func completions(history []eventstore.Recorded, name string) int {
 	n := 0
 	for _, r := range history {
-		if c, ok := r.Event.(StepCompleted); ok && c.Name == name {
+		if c, ok := r.Event.(stepCompleted); ok && c.Name == name {
 			n++
 		}
 	}
@@ -98,9 +98,9 @@ func TestASignalDuringAStepDoesNotRunItAgain(t *testing.T) {
 				signalAt, stepAt := int64(0), int64(0)
 				for _, r := range h {
 					switch e := r.Event.(type) {
-					case SignalReceived:
+					case signalReceived:
 						signalAt = r.Version
-					case StepCompleted:
+					case stepCompleted:
 						if e.Name == "a" {
 							stepAt = r.Version
 						}
@@ -270,7 +270,7 @@ func TestAnotherExecutionsDecisionsStillWin(t *testing.T) {
 				if !raced {
 					raced = true
 					_, err := w.e.store.Append(ctx, streamOf("i"), eventstore.StreamExists,
-						SignalReceived{Name: "noise"}, StepCompleted{Name: "a", Result: []byte("7"), Attempts: 1})
+						signalReceived{Name: "noise"}, stepCompleted{Name: "a", Result: []byte("7"), Attempts: 1})
 					require.NoError(t, err)
 				}
 				return nil

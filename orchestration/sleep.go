@@ -30,7 +30,7 @@ func (x *execution) sleep(until func() time.Time) error {
 	}
 	var end time.Time
 	switch e := x.peek().(type) {
-	case TimerScheduled:
+	case timerScheduled:
 		x.next++
 		end = e.Until
 	case nil:
@@ -38,13 +38,13 @@ func (x *execution) sleep(until func() time.Time) error {
 			return x.cancelNow()
 		}
 		end = until()
-		x.record(TimerScheduled{Seq: seq, Until: end})
+		x.record(timerScheduled{Seq: seq, Until: end})
 	default:
 		x.mismatch("Sleep")
 		return ErrSuspended
 	}
 	switch e := x.peek().(type) {
-	case TimerFired:
+	case timerFired:
 		if e.Seq != seq {
 			x.mismatch("Sleep")
 			return ErrSuspended
@@ -64,7 +64,7 @@ func (x *execution) sleep(until func() time.Time) error {
 	}
 	if !x.now().Before(end) {
 		// Already over (a replay catching up): go on now, no round trip.
-		x.record(TimerFired{Seq: seq})
+		x.record(timerFired{Seq: seq})
 		return nil
 	}
 	x.suspend(end)

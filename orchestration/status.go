@@ -42,23 +42,23 @@ func fold(instance string, history []eventstore.Recorded) Status {
 	st := Status{Instance: instance, State: Running, Events: int64(len(history))}
 	for _, r := range history {
 		switch e := r.Event.(type) {
-		case WorkflowStarted:
+		case workflowStarted:
 			st.Workflow, st.StartedAt = e.Workflow, e.At
-		case TimerScheduled:
+		case timerScheduled:
 			st.WaitingUntil = e.Until
-		case AwaitStarted:
+		case awaitStarted:
 			st.WaitingUntil = e.Until
-		case StepAttemptFailed:
+		case stepAttemptFailed:
 			st.WaitingUntil = e.RetryAt
-		case TimerFired, SignalConsumed, AwaitTimedOut, StepCompleted:
+		case timerFired, signalConsumed, awaitTimedOut, stepCompleted:
 			st.WaitingUntil = time.Time{}
-		case WorkflowCompleted:
+		case workflowCompleted:
 			st.State, st.output, st.WaitingUntil = Completed, e.Output, time.Time{}
-		case WorkflowFailed:
+		case workflowFailed:
 			st.State, st.Error, st.WaitingUntil = Failed, e.Error, time.Time{}
-		case WorkflowCancelled:
+		case workflowCancelled:
 			st.State, st.WaitingUntil = Cancelled, time.Time{}
-		case WorkflowStuck:
+		case workflowStuck:
 			st.State, st.Error, st.WaitingUntil = Stuck, e.Error, time.Time{}
 		}
 	}

@@ -124,7 +124,7 @@ func (x *execution) replayStep(name string) (json.RawMessage, bool, error) {
 	x.attempts, x.retryAt, x.stepAt = 0, time.Time{}, x.position()
 	for {
 		switch e := x.peek().(type) {
-		case StepAttemptFailed:
+		case stepAttemptFailed:
 			if e.Name != name {
 				x.mismatch(fmt.Sprintf("Step %q", name))
 				return nil, false, ErrSuspended
@@ -132,14 +132,14 @@ func (x *execution) replayStep(name string) (json.RawMessage, bool, error) {
 			x.next++
 			x.attempts, x.retryAt = e.Attempt, e.RetryAt
 			continue
-		case StepCompleted:
+		case stepCompleted:
 			if e.Name != name {
 				x.mismatch(fmt.Sprintf("Step %q", name))
 				return nil, false, ErrSuspended
 			}
 			x.next++
 			return e.Result, true, nil
-		case StepFailed:
+		case stepFailed:
 			if e.Name != name {
 				x.mismatch(fmt.Sprintf("Step %q", name))
 				return nil, false, ErrSuspended
@@ -192,14 +192,14 @@ func (x *execution) runStep(name string, fn func(context.Context, StepInfo) (jso
 	case err == nil:
 		// Recorded with the next append: before the next side effect, or
 		// with the suspension or the end, whichever comes first.
-		x.record(StepCompleted{Name: name, Result: result, Attempts: attempts})
+		x.record(stepCompleted{Name: name, Result: result, Attempts: attempts})
 		return result, nil
 	case IsNonRetryable(err) || attempts >= max(policy.MaxAttempts, 1):
-		x.record(StepFailed{Name: name, Error: err.Error(), Attempts: attempts})
+		x.record(stepFailed{Name: name, Error: err.Error(), Attempts: attempts})
 		return nil, &StepError{Step: name, Message: err.Error(), Attempts: attempts}
 	}
 	at := x.now().Add(policy.wait(attempts))
-	x.record(StepAttemptFailed{Name: name, Attempt: attempts, Error: err.Error(), RetryAt: at})
+	x.record(stepAttemptFailed{Name: name, Attempt: attempts, Error: err.Error(), RetryAt: at})
 	x.suspend(at)
 	return nil, ErrSuspended
 }

@@ -80,7 +80,7 @@ func TestAStuckInstanceKeepsTheStepsItRanBeforeItStuck(t *testing.T) {
 				"orchestration.StepCompleted",
 				"orchestration.Stuck",
 			}, kinds, "everything the execution did before it stuck is recorded, then the stuck event")
-			charged, ok := history[5].Event.(StepCompleted)
+			charged, ok := history[5].event.(stepCompleted)
 			require.True(t, ok)
 			require.Equal(t, "charge", charged.Name)
 			require.JSONEq(t, `{"ID":"ch_1","Err":{}}`, string(charged.Result), "the charge the provider made is in the history")
