@@ -1,5 +1,5 @@
 # Run `make help` for the targets.
-.PHONY: help test test-race bench bench-peers lint fmt
+.PHONY: help test test-race docs bench bench-peers lint fmt
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -9,6 +9,9 @@ test: ## run the tests (the README's command)
 
 test-race: ## run the tests under the race detector
 	go test -race ./...
+
+docs: ## check that the README's and docs/'s ticker examples print what they show
+	go test -count=1 -run 'TestDocsExamples' ./cmd/ticker
 
 bench: ## run every benchmark with allocation figures
 	go test -run '^$$' -bench . -benchmem ./...
