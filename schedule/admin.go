@@ -7,44 +7,14 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/tick"
 )
 
-// State is a stored schedule as List reports it.
-type State struct {
-	Name    string
-	Spec    string
-	Command string
-	Paused  bool
-	// Runs counts the runs of its plan; Skipped the slots a catch-up
-	// policy did not fire.
-	Runs, Skipped int64
-	// Next is its next slot, zero when paused or ended.
-	Next time.Time
-	// Jitter and Overlap are its definition's.
-	Jitter  time.Duration
-	Overlap Overlap
-}
-
-// stateOf is what List and Inspect report of a schedule's row.
-func stateOf(r state) State {
-	return State{Name: r.Name, Spec: r.Spec, Command: r.Command, Paused: r.Paused != 0, Runs: r.Runs, Skipped: r.Skipped,
-		Jitter: time.Duration(r.Jitter), Overlap: parseOverlap(r.Overlap)}
-}
-
-// List returns every stored schedule, by name.
-func (s *Scheduler) List(ctx context.Context) ([]State, error) {
-	rows, err := s.driver.schedules(ctx, s.db)
+// List returns every stored schedule, by name, as ReadSchedules does.
+func (s *Scheduler) List(ctx context.Context) ([]Stored, error) {
+	out, err := listSchedules(ctx, s.driver, s.db)
 	if err != nil {
 		return nil, fmt.Errorf("schedule: list: %w", err)
-	}
-	out := make([]State, len(rows))
-	for i, r := range rows {
-		out[i] = stateOf(r)
-		if r.NextSlot != 0 {
-			out[i].Next = sqldb.DecodeTime(r.NextSlot)
-		}
 	}
 	return out, nil
 }

@@ -16,13 +16,24 @@ import (
 // schedules. They read through a sqlx.ExtContext: a *sqlx.DB, or a
 // *sqlx.Tx, so that several reads share one consistent snapshot.
 
-// Stored is a schedule as [ReadSchedules] reports it: its [State] and
-// what a page shows beside it.
+// Stored is a stored schedule, as [Scheduler.List] and [ReadSchedules]
+// report it.
 type Stored struct {
-	State
+	Name    string
+	Spec    string
+	Command string
+	Paused  bool
+	// Runs counts the runs of its plan; Skipped the slots a catch-up
+	// policy did not fire.
+	Runs, Skipped int64
+	// Next is its next slot, shown in Zone; zero when paused or ended.
+	Next time.Time
+	// Jitter and Overlap are its definition's.
+	Jitter  time.Duration
+	Overlap Overlap
 	// Zone is the zone the spec's slots fall in (a cron's CRON_TZ, a
 	// rule's TZID, an interval's anchor), UTC when the stored text does not
-	// read back; Next is shown in it.
+	// read back.
 	Zone *time.Location
 	// MaxRuns and Until end the schedule (zero: no end).
 	MaxRuns int
@@ -71,21 +82,29 @@ func ReadSchedules(ctx context.Context, q sqlx.ExtContext) ([]Stored, error) {
 	if !tables["schedule_schedules"] || !tables["schedule_runs"] {
 		return nil, nil
 	}
-	d := driverFor(q)
-	rows, err := d.schedules(ctx, q)
+	out, err := listSchedules(ctx, driverFor(q), q)
 	if err != nil {
 		return nil, fmt.Errorf("schedule: read schedules: %w", err)
 	}
+	return out, nil
+}
+
+// listSchedules reads every stored schedule, by name, through d.
+func listSchedules(ctx context.Context, d driver, q sqlx.ExtContext) ([]Stored, error) {
+	rows, err := d.schedules(ctx, q)
+	if err != nil {
+		return nil, err
+	}
 	openBy, err := d.openRuns(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("schedule: read schedules: %w", err)
+		return nil, err
 	}
 	out := make([]Stored, len(rows))
 	for i, r := range rows {
 		s := Stored{
-			State:   stateOf(r),
-			Zone:    zoneOf(r.Spec),
-			MaxRuns: r.MaxRuns, CatchUp: r.CatchUp, Open: openBy[r.Name],
+			Name: r.Name, Spec: r.Spec, Command: r.Command, Paused: r.Paused != 0, Runs: r.Runs, Skipped: r.Skipped,
+			Jitter: time.Duration(r.Jitter), Overlap: parseOverlap(r.Overlap),
+			Zone: zoneOf(r.Spec), MaxRuns: r.MaxRuns, CatchUp: r.CatchUp, Open: openBy[r.Name],
 		}
 		if r.NextSlot != 0 {
 			s.Next = sqldb.DecodeTime(r.NextSlot).In(s.Zone)

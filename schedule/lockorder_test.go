@@ -26,18 +26,18 @@ func TestAChangeWaitsForItsSchedulesFiring(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		change func(ctx context.Context, s *schedule.Scheduler) error
-		want   func(t *testing.T, states []schedule.State)
+		want   func(t *testing.T, states []schedule.Stored)
 	}{
 		{"pause", func(ctx context.Context, s *schedule.Scheduler) error { return s.Pause(ctx, "poll") },
-			func(t *testing.T, states []schedule.State) { require.True(t, states[0].Paused) }},
+			func(t *testing.T, states []schedule.Stored) { require.True(t, states[0].Paused) }},
 		{"sync", func(ctx context.Context, s *schedule.Scheduler) error {
 			_, err := s.Sync(ctx, schedule.Definition{Name: "poll", Spec: every("*/5 * * * *"), Command: "poll"})
 			return err
-		}, func(t *testing.T, states []schedule.State) {
+		}, func(t *testing.T, states []schedule.Stored) {
 			require.Equal(t, "2026-05-01T00:05:00Z", states[0].Next.UTC().Format(time.RFC3339), "the new spec, counted from now")
 		}},
 		{"delete", func(ctx context.Context, s *schedule.Scheduler) error { return s.Delete(ctx, "poll") },
-			func(t *testing.T, states []schedule.State) { require.Empty(t, states) }},
+			func(t *testing.T, states []schedule.Stored) { require.Empty(t, states) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

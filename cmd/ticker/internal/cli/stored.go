@@ -258,7 +258,7 @@ func slotSpacing(spec schedule.Spec, now time.Time) time.Duration {
 }
 
 // nextSlot says when a schedule fires next, or why it does not.
-func nextSlot(st schedule.State, loc *time.Location) string {
+func nextSlot(st schedule.Stored, loc *time.Location) string {
 	switch {
 	case st.Paused:
 		return "paused, no next slot until resumed"
