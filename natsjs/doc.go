@@ -27,6 +27,27 @@
 // twice — by a replica taking the lease over, or a retry after a lost ack
 // — is stored once. Skip reports go to <prefix>.skipped.<unit>.
 //
+// # Time from a stream
+//
+// [NewConsumer] returns a Consumer that reads those subjects through a
+// durable JetStream consumer and publishes each event, typed again
+// (tick.MinuteHasPassed, …), on the service's local bus, so that
+// todolist.Handle[tick.MinuteHasPassed] and every other handler of the
+// passage of time work unchanged in a service that runs no ticker. One
+// message is in flight at a time, in stream order; it is acked once every
+// handler succeeded, delivered again with backoff when one failed, and
+// kept while a slow handler runs (in-progress acks every third of the ack
+// wait).
+//
+// Delivery is at least once: a consumer that dies between its handlers'
+// success and its ack, or a server that restarts and forgets acks it had
+// not stored, delivers the message again. Handlers whose effect must
+// happen once are made with [Once]: it runs the handler in a SQL
+// transaction (SQLite or PostgreSQL, through an [Inbox]) that first
+// records the consumer and the message id, so a redelivery finds the row
+// and changes nothing. Level-triggered handlers such as a to-do list's
+// need no inbox: a minute handled twice takes the same items.
+//
 // The broker is an edge adapter: tick, bus, todolist and the rest never
 // import NATS; this package depends on them, not the other way round.
 package natsjs

@@ -208,6 +208,8 @@ func TestAPrefixThatIsNotASubjectIsRefused(t *testing.T) {
 		require.ErrorIs(t, err, natsjs.ErrInvalidPrefix, "EnsureStream(%q)", prefix)
 		_, err = natsjs.NewPublisher(ctx, js, prefix)
 		require.ErrorIs(t, err, natsjs.ErrInvalidPrefix, "NewPublisher(%q)", prefix)
+		_, err = natsjs.NewConsumer(js, prefix, "durable", newBus(t))
+		require.ErrorIs(t, err, natsjs.ErrInvalidPrefix, "NewConsumer(%q)", prefix)
 		if prefix == "time.*" {
 			t.Log(err)
 		}
