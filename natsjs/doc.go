@@ -48,6 +48,19 @@
 // and changes nothing. Level-triggered handlers such as a to-do list's
 // need no inbox: a minute handled twice takes the same items.
 //
+// # Stored events out
+//
+// [RecordEvents] is an eventstore hook that writes every appended event to
+// an outbox in the append's own transaction, keyed "<stream>/<version>";
+// an outbox.Relay with an [EventSink]'s Deliver publishes them under
+// <prefix>.<type> with that key as Nats-Msg-Id and the stream, version,
+// type and append time as headers. The relay reads only what committed,
+// from a durable checkpoint, in order per stream, never passing an event
+// that commits late with a lower position; a crash between the commit and
+// the publish loses nothing (the next relay publishes it), and one between
+// the server's ack and the checkpoint publishes again what the server
+// then de-duplicates.
+//
 // The broker is an edge adapter: tick, bus, todolist and the rest never
 // import NATS; this package depends on them, not the other way round.
 package natsjs

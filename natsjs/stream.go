@@ -100,7 +100,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, name, prefix stri
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		s, err = js.CreateStream(ctx, jetstream.StreamConfig{
 			Name:        name,
-			Description: "passage: the passage of time under " + prefix,
+			Description: "passage: events under " + prefix,
 			Subjects:    []string{all(prefix)},
 			Duplicates:  cfg.window,
 			MaxAge:      cfg.maxAge,
