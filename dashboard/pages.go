@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/orchestration"
 	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
@@ -102,7 +103,7 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, name, title s
 }
 
 func (d *Dashboard) viewOf(r *http.Request, name, title string, data any) view {
-	return view{Title: title, Nav: name, Now: tick.FormatTime(d.clock.Now().In(d.loc)), Refresh: int(d.refresh.Seconds()),
+	return view{Title: title, Nav: name, Now: timefmt.Format(d.clock.Now().In(d.loc)), Refresh: int(d.refresh.Seconds()),
 		Writable: d.token != "", Admin: d.admin(r), Done: d.doneOf(r), Path: r.URL.RequestURI(), Base: d.base, Data: data}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/tick"
 	"github.com/passage-of-time/passage/todolist"
 )
@@ -87,7 +88,7 @@ func ReadStatus(ctx context.Context, q sqlx.ExtContext, now time.Time, loc *time
 			// The ticker ran in another zone: next boundaries computed
 			// here would be wrong, so say so rather than mislead.
 			report.Warnings = append(report.Warnings, fmt.Sprintf(
-				"the %s cursor %s is not on a boundary of unit %s in %s: pass the --tz the ticker runs with", u, tick.FormatTime(c), u, loc))
+				"the %s cursor %s is not on a boundary of unit %s in %s: pass the --tz the ticker runs with", u, timefmt.Format(c), u, loc))
 		}
 		n := behind(u, c, now, loc)
 		report.Units = append(report.Units, UnitStatus{Unit: u, Cursor: TimeOf(c), Next: Time{Time: tick.Next(u, c, loc)}, Behind: n, BehindCapped: n >= BehindCap})

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // pageNames are the pages, each a template of its own over layout.html.
@@ -16,12 +16,12 @@ var funcs = template.FuncMap{
 	"time": func(t any) string {
 		switch t := t.(type) {
 		case Time:
-			return tick.FormatTime(t.Time)
+			return timefmt.Format(t.Time)
 		case *Time:
 			if t == nil {
 				return "-"
 			}
-			return tick.FormatTime(t.Time)
+			return timefmt.Format(t.Time)
 		}
 		return fmt.Sprint(t)
 	},

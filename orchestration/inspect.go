@@ -12,7 +12,7 @@ import (
 
 	"github.com/passage-of-time/passage/eventstore"
 	"github.com/passage-of-time/passage/internal/sqldb"
-	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // Inspection: read-only functions for status pages, dashboards and the
@@ -47,7 +47,7 @@ type HistoryEvent struct {
 // line `ticker workflow show` prints and the dashboard's timeline shows,
 // payloads as JSON on one line.
 func (h HistoryEvent) Describe(loc *time.Location) string {
-	at := func(t time.Time) string { return tick.FormatTime(t.In(loc)) }
+	at := func(t time.Time) string { return timefmt.Format(t.In(loc)) }
 	switch e := h.event.(type) {
 	case workflowStarted:
 		return fmt.Sprintf("started %s (input %s)", e.Workflow, compactJSON(e.Input))

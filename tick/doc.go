@@ -57,10 +57,10 @@
 // least every third of the lease's ttl, and after every live event)
 // re-publishes those events; handlers deduplicate by Event.ID.
 //
-// Events and TicksSkipped marshal to JSON with their instants printed by
-// FormatTime, which keeps an offset's seconds (local mean time such as
-// Africa/Monrovia's -00:44:30 until 1972) where RFC 3339 would drop them;
-// errors and log lines print instants the same way.
+// Events and TicksSkipped marshal to JSON with their instants in RFC 3339
+// plus the offset's seconds when it has any (local mean time such as
+// Africa/Monrovia's -00:44:30 until 1972), which plain RFC 3339 would
+// drop; errors and log lines print instants the same way.
 //
 // [SQLStore] keeps the cursors and the lease through a driver per
 // database: it calls an unexported interface (driver.go), and each

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // cursorBatch is how many events a catch-up publishes between cursor
@@ -112,7 +114,7 @@ func (t *Ticker) lease(ctx context.Context, seen *Lease) (*leaseHold, error) {
 	}
 	*seen = l
 	if l.Holder != t.cfg.holder {
-		return nil, fmt.Errorf("%w: %q until %s", ErrNotLeader, l.Holder, FormatTime(l.Expires))
+		return nil, fmt.Errorf("%w: %q until %s", ErrNotLeader, l.Holder, timefmt.Format(l.Expires))
 	}
 	return &leaseHold{term: l.Term, taken: now}, nil
 }
@@ -156,7 +158,7 @@ func (t *Ticker) emitUnit(ctx context.Context, k *keeper, u Unit, now time.Time,
 	first := Next(u, cur, loc)
 	if first.After(now) {
 		if m.backfill {
-			out.idle = append(out.idle, fmt.Sprintf("%s cursor at %s", u, FormatTime(cur)))
+			out.idle = append(out.idle, fmt.Sprintf("%s cursor at %s", u, timefmt.Format(cur)))
 		}
 		return nil // nothing due, or the clock went back: nothing twice
 	}
@@ -205,12 +207,12 @@ func (t *Ticker) reportSkipped(ctx context.Context, k *keeper, u Unit, policy Ca
 		s.Count++
 	}
 	if err := t.mayPublish(ctx, k); err != nil {
-		return time.Time{}, fmt.Errorf("tick: publish %s skip report %s..%s: %w", u, FormatTime(s.From), FormatTime(s.To), err)
+		return time.Time{}, fmt.Errorf("tick: publish %s skip report %s..%s: %w", u, timefmt.Format(s.From), timefmt.Format(s.To), err)
 	}
 	s.EmittedAt = t.cfg.clock.Now()
 	if err := t.publish(ctx, s); err != nil {
 		err = t.publishErr(k, u, s.From, err)
-		return time.Time{}, fmt.Errorf("tick: publish %s skip report %s..%s: %w", u, FormatTime(s.From), FormatTime(s.To), err)
+		return time.Time{}, fmt.Errorf("tick: publish %s skip report %s..%s: %w", u, timefmt.Format(s.From), timefmt.Format(s.To), err)
 	}
 	t.stats.skipped.Add(s.Count)
 	if f := t.cfg.observer.Skipped; f != nil {
@@ -273,7 +275,7 @@ func (e *emission) emit(ctx context.Context, b time.Time, catchUp bool) error {
 		}
 	}
 	if err := t.mayPublish(ctx, e.k); err != nil {
-		return fmt.Errorf("tick: emit %s %s: %w", e.unit, FormatTime(b), err)
+		return fmt.Errorf("tick: emit %s %s: %w", e.unit, timefmt.Format(b), err)
 	}
 	at := t.cfg.clock.Now()
 	ev, err := NewEvent(e.unit, Passage{At: b, Since: e.prev, EmittedAt: at, CatchUp: catchUp})

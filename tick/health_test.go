@@ -8,6 +8,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // TestHealthReportsFailingPassesUntilOneSucceeds fails the publisher for
@@ -30,7 +32,7 @@ func TestHealthReportsFailingPassesUntilOneSucceeds(t *testing.T) {
 	err := tk.Health()
 	require.ErrorIs(t, err, ErrUnhealthy)
 	require.ErrorIs(t, err, down)
-	require.ErrorContains(t, err, "since "+FormatTime(failedAt)+" (2 failed passes in a row, the last at "+FormatTime(clock.Now())+")")
+	require.ErrorContains(t, err, "since "+timefmt.Format(failedAt)+" (2 failed passes in a row, the last at "+timefmt.Format(clock.Now())+")")
 	require.ErrorContains(t, err, "publish minute/2026-01-01T00:01:00Z")
 
 	rec.mu.Lock()

@@ -4,17 +4,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // encoding/json writes a time.Time in RFC 3339, whose offsets have minutes
 // only: a boundary in local mean time, such as Africa/Monrovia's -00:44:30
 // until 1972, would come back as another instant. The events therefore
-// write their instants with AppendTime and read them with ParseTime; the
+// write their instants with timefmt.Append and read them with timefmt.Parse; the
 // field names are those encoding/json gives the structs.
 
 // JSONTime is an instant whose JSON form is lossless: a string written by
-// AppendTime (RFC 3339, with the offset's seconds when it has any) and read
-// by ParseTime, so that it comes back the same instant in the same offset.
+// timefmt.Append (RFC 3339, with the offset's seconds when it has any) and read
+// by timefmt.Parse, so that it comes back the same instant in the same offset.
 // encoding/json writes a time.Time with time.RFC3339Nano, which prints
 // Africa/Monrovia's -00:44:30 as -00:44, naming another instant. The
 // event types marshal their instants this way; use it in JSON of your own
@@ -31,15 +33,15 @@ func JSONTimeOf(t time.Time) *JSONTime {
 	return &JSONTime{t}
 }
 
-// MarshalJSON implements json.Marshaler with AppendTime.
+// MarshalJSON implements json.Marshaler with timefmt.Append.
 func (t JSONTime) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, len(LayoutSecondsOffset)+2)
+	b := make([]byte, 0, len(timefmt.LayoutSecondsOffset)+2)
 	b = append(b, '"')
-	b = AppendTime(b, t.Time)
+	b = timefmt.Append(b, t.Time)
 	return append(b, '"'), nil
 }
 
-// UnmarshalJSON implements json.Unmarshaler with ParseTime.
+// UnmarshalJSON implements json.Unmarshaler with timefmt.Parse.
 func (t *JSONTime) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil
@@ -48,9 +50,9 @@ func (t *JSONTime) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("tick: an instant must be a JSON string: %w", err)
 	}
-	v, err := ParseTime(s)
+	v, err := timefmt.Parse(s)
 	if err != nil {
-		return err
+		return fmt.Errorf("tick: %w", err)
 	}
 	t.Time = v
 	return nil
@@ -64,7 +66,7 @@ type passageJSON struct {
 }
 
 // MarshalJSON writes p as encoding/json would — {"At", "Since",
-// "EmittedAt", "CatchUp"} — but with its instants printed by FormatTime,
+// "EmittedAt", "CatchUp"} — but with its instants printed by timefmt.Format,
 // so that an offset with seconds survives. The event types embed Passage
 // and so marshal the same way; a type of yours that embeds Passage and adds
 // fields inherits this method too, and needs a MarshalJSON of its own to
@@ -94,7 +96,7 @@ type ticksSkippedJSON struct {
 }
 
 // MarshalJSON writes s as encoding/json would, with its instants printed
-// by FormatTime (see Passage.MarshalJSON).
+// by timefmt.Format (see Passage.MarshalJSON).
 func (s TicksSkipped) MarshalJSON() ([]byte, error) {
 	return json.Marshal(ticksSkippedJSON{s.Unit, JSONTime{s.From}, JSONTime{s.To}, s.Count, s.Policy, JSONTime{s.EmittedAt}})
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // TestEventsRoundTripThroughJSONWithSecondsOffsets marshals a day that
@@ -67,10 +69,10 @@ func TestPassageReadsRFC3339AndRejectsGarbage(t *testing.T) {
 // requireSameInstant checks the instant and the offset it is written in.
 func requireSameInstant(t *testing.T, want, got time.Time) {
 	t.Helper()
-	require.True(t, want.Equal(got), "want %s, got %s", FormatTime(want), FormatTime(got))
+	require.True(t, want.Equal(got), "want %s, got %s", timefmt.Format(want), timefmt.Format(got))
 	_, wantOff := want.Zone()
 	_, gotOff := got.Zone()
-	require.Equal(t, wantOff, gotOff, "offset of %s", FormatTime(got))
+	require.Equal(t, wantOff, gotOff, "offset of %s", timefmt.Format(got))
 }
 
 func loadZone(t *testing.T, name string) *time.Location {
@@ -81,7 +83,7 @@ func loadZone(t *testing.T, name string) *time.Location {
 }
 
 // TestErrorsPrintInstantsLosslessly: errors that name an instant print it
-// with FormatTime, so Monrovia's local mean time keeps its seconds.
+// with timefmt.Format, so Monrovia's local mean time keeps its seconds.
 func TestErrorsPrintInstantsLosslessly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // keeper holds the lease for one pass, as todolist's keeper holds a
@@ -143,7 +145,7 @@ func (k *keeper) renew(ctx context.Context) error {
 			k.failed = err
 			k.mu.Unlock()
 		}
-		return k.lose(fmt.Errorf("%w: could not renew the lease of term %d, confirmed until %s: %w", ErrLeaseLost, k.term, FormatTime(end), err))
+		return k.lose(fmt.Errorf("%w: could not renew the lease of term %d, confirmed until %s: %w", ErrLeaseLost, k.term, timefmt.Format(end), err))
 	case l.Holder != t.cfg.holder:
 		return k.lose(fmt.Errorf("%w: %q took over (term %d) while this pass ran at term %d", ErrLeaseLost, l.Holder, l.Term, k.term))
 	case l.Term != k.term:
@@ -161,7 +163,7 @@ func (k *keeper) renew(ctx context.Context) error {
 
 func (k *keeper) ranOut(end time.Time) error {
 	return fmt.Errorf("%w: the lease of term %d ran out at %s before it was renewed (the process stalled, or the store did not answer)",
-		ErrLeaseLost, k.term, FormatTime(end))
+		ErrLeaseLost, k.term, timefmt.Format(end))
 }
 
 // expire is the watchdog: the lease's confirmed end has come.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // slowHandler is a Publisher whose first publish blocks until release is closed
@@ -282,7 +284,7 @@ func TestHealthShowsAPassRunningOnAnUnconfirmedLease(t *testing.T) {
 	err := a.Health()
 	require.ErrorIs(t, err, ErrUnhealthy)
 	require.ErrorIs(t, err, ErrLeaseLost)
-	require.ErrorContains(t, err, "a pass still runs on a lease last confirmed 40s ago, at "+FormatTime(epoch))
+	require.ErrorContains(t, err, "a pass still runs on a lease last confirmed 40s ago, at "+timefmt.Format(epoch))
 
 	pub.open()
 	require.ErrorIs(t, awaitErr(t, done, "the pass ends"), ErrLeaseLost)

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // MemoryStore is a CursorStore held in memory: for tests, and for a single
@@ -39,7 +41,7 @@ func (s *MemoryStore) Advance(_ context.Context, unit Unit, from, to time.Time, 
 		return fmt.Errorf("%w: advancing %s with term %d, lease is at term %d", ErrLeaseLost, unit, term, s.lease.Term)
 	}
 	if cur := s.cursors[unit]; !cur.Equal(from) {
-		return fmt.Errorf("%w: %s cursor is %s, expected %s", ErrCursorMoved, unit, FormatTime(cur), FormatTime(from))
+		return fmt.Errorf("%w: %s cursor is %s, expected %s", ErrCursorMoved, unit, timefmt.Format(cur), timefmt.Format(from))
 	}
 	s.cursors[unit] = to
 	return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // TestTickerRecoversWhenTheDatabaseIsWritableAgain makes the SQLite file
@@ -37,7 +38,7 @@ func TestTickerRecoversWhenTheDatabaseIsWritableAgain(t *testing.T) {
 	err = tk.Health()
 	require.ErrorIs(t, err, ErrUnhealthy)
 	require.ErrorContains(t, err, "readonly database")
-	require.ErrorContains(t, err, "since "+FormatTime(failedAt))
+	require.ErrorContains(t, err, "since "+timefmt.Format(failedAt))
 	require.Equal(t, int64(1), tk.Stats().StoreFailures)
 
 	restore()

@@ -8,6 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // SQLStore is a CursorStore in SQLite or PostgreSQL, shared by every replica
@@ -71,7 +72,7 @@ func (s *SQLStore) Advance(ctx context.Context, unit Unit, from, to time.Time, t
 	}
 	if err != nil || moved {
 		if err != nil {
-			return fmt.Errorf("tick: advance %s cursor to %s: %w", unit, FormatTime(to), err)
+			return fmt.Errorf("tick: advance %s cursor to %s: %w", unit, timefmt.Format(to), err)
 		}
 		return nil
 	}
@@ -83,7 +84,7 @@ func (s *SQLStore) Advance(ctx context.Context, unit Unit, from, to time.Time, t
 		}
 	}
 	cur, _ := s.Cursor(ctx, unit)
-	return fmt.Errorf("%w: %s cursor is %s, expected %s", ErrCursorMoved, unit, FormatTime(cur), FormatTime(from))
+	return fmt.Errorf("%w: %s cursor is %s, expected %s", ErrCursorMoved, unit, timefmt.Format(cur), timefmt.Format(from))
 }
 
 // AcquireLease implements CursorStore.

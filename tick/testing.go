@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // AdvanceAndWait is for tests: it advances clock by d and returns once
@@ -54,7 +56,7 @@ func AdvanceAndWait(ctx context.Context, clock *clockwork.FakeClock, d time.Dura
 			t.mu.Lock()
 			done := t.done
 			t.mu.Unlock()
-			return fmt.Errorf("tick: wait for the pass at %s (the last ran at %s): %w", FormatTime(target), FormatTime(done), err)
+			return fmt.Errorf("tick: wait for the pass at %s (the last ran at %s): %w", timefmt.Format(target), timefmt.Format(done), err)
 		}
 	}
 	return nil

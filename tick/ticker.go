@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
+
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // Publisher is where a Ticker sends its events. It has exactly the signature
@@ -233,16 +235,16 @@ func (t *Ticker) keep(out outcome, err error) {
 // for it to expire.
 func (t *Ticker) EmitUntil(ctx context.Context, until time.Time) error {
 	if until.IsZero() {
-		return fmt.Errorf("%w: until is the zero time (%s), before every cursor", ErrNothingToBackfill, FormatTime(until))
+		return fmt.Errorf("%w: until is the zero time (%s), before every cursor", ErrNothingToBackfill, timefmt.Format(until))
 	}
 	if now := t.cfg.clock.Now(); until.After(now) {
-		return fmt.Errorf("%w: EmitUntil(%s) with the clock at %s", ErrFuture, FormatTime(until), FormatTime(now))
+		return fmt.Errorf("%w: EmitUntil(%s) with the clock at %s", ErrFuture, timefmt.Format(until), timefmt.Format(now))
 	}
 	out, err := t.run(ctx, until, passMode{liveFrom: farFuture, backfill: true})
 	t.keep(out, err)
 	if err == nil && out.published == 0 {
 		return fmt.Errorf("%w: no boundary lies after a cursor and at or before %s (%s)",
-			ErrNothingToBackfill, FormatTime(until), strings.Join(out.idle, "; "))
+			ErrNothingToBackfill, timefmt.Format(until), strings.Join(out.idle, "; "))
 	}
 	return err
 }
@@ -277,7 +279,7 @@ func (t *Ticker) wake() {
 	case errors.Is(err, ErrNotLeader):
 		t.cfg.logger.Debug("tick: not the leader, nothing emitted", "error", err)
 	case err != nil:
-		t.cfg.logger.Error("tick: emission failed", "error", err, "retry_at", FormatTime(retry))
+		t.cfg.logger.Error("tick: emission failed", "error", err, "retry_at", timefmt.Format(retry))
 	}
 }
 
@@ -301,7 +303,7 @@ type health struct {
 // HTTP /healthz: nil until a pass fails and again after the next pass that
 // succeeds; in between, an error wrapping ErrUnhealthy and the last failed
 // pass's error (a publish or store error), saying since when — by the
-// ticker's clock, printed with FormatTime — and how many passes in a row
+// ticker's clock, printed with timefmt.Format — and how many passes in a row
 // failed. A standby replica (ErrNotLeader) is healthy: another emits. A
 // pass cut short by Stop or by its caller's context changes nothing.
 //
@@ -324,7 +326,7 @@ func (t *Ticker) Health() error {
 	if taken := t.keeping.unrenewed(); !taken.IsZero() {
 		if now := t.cfg.clock.Now(); now.Sub(taken) >= t.cfg.ttl {
 			return fmt.Errorf("%w: a pass still runs on a lease last confirmed %v ago, at %s (ttl %v): %w",
-				ErrUnhealthy, now.Sub(taken), FormatTime(taken), t.cfg.ttl, ErrLeaseLost)
+				ErrUnhealthy, now.Sub(taken), timefmt.Format(taken), t.cfg.ttl, ErrLeaseLost)
 		}
 	}
 	h := t.health
@@ -332,7 +334,7 @@ func (t *Ticker) Health() error {
 		return nil
 	}
 	return fmt.Errorf("%w since %s (%d failed passes in a row, the last at %s): %w",
-		ErrUnhealthy, FormatTime(h.since), h.failures, FormatTime(h.last), h.err)
+		ErrUnhealthy, timefmt.Format(h.since), h.failures, timefmt.Format(h.last), h.err)
 }
 
 // HoldsLease reports whether this ticker holds the lease now, by its

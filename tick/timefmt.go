@@ -3,52 +3,22 @@ package tick
 import (
 	"fmt"
 	"time"
+
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
-// RFC 3339 offsets have minutes only, so time.RFC3339 prints local mean
-// time such as Africa/Monrovia's -00:44:30 (until 1972) as -00:44 and the
-// printed text names another instant. These layouts add the seconds of the
-// offset, as ISO 8601 allows, whenever the offset has any.
-const (
-	// LayoutSecondsOffset is time.RFC3339Nano with the offset's seconds.
-	LayoutSecondsOffset = "2006-01-02T15:04:05.999999999Z07:00:00"
-	// LayoutSecondsOffsetShort is time.RFC3339 with the offset's seconds.
-	LayoutSecondsOffsetShort = "2006-01-02T15:04:05Z07:00:00"
-)
+// FormatTime is timefmt.Format: it prints t losslessly, RFC 3339 with the
+// offset's seconds when it has any. It stays exported only until its last
+// callers outside this package (schedule, natsjs, cmd/ticker's stored.go)
+// use internal/timefmt; new code calls timefmt.Format.
+func FormatTime(t time.Time) string { return timefmt.Format(t) }
 
-// FormatTime prints t losslessly: RFC 3339 with nanoseconds when needed
-// (time.RFC3339Nano), and the offset's seconds when it has any
-// (LayoutSecondsOffset). ParseTime reads it back to the same instant and
-// offset. Use it wherever an instant is printed or serialized.
-func FormatTime(t time.Time) string {
-	if hasSecondsOffset(t) {
-		return t.Format(LayoutSecondsOffset)
-	}
-	return t.Format(time.RFC3339Nano)
-}
-
-// AppendTime is FormatTime appending to b.
-func AppendTime(b []byte, t time.Time) []byte {
-	if hasSecondsOffset(t) {
-		return t.AppendFormat(b, LayoutSecondsOffset)
-	}
-	return t.AppendFormat(b, time.RFC3339Nano)
-}
-
-// ParseTime reads an instant printed by FormatTime, time.RFC3339 or
-// time.RFC3339Nano: an offset of hours and minutes, optionally seconds, or Z.
+// ParseTime is timefmt.Parse, its error prefixed "tick:"; exported only
+// until its last callers outside this package move (see FormatTime).
 func ParseTime(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err == nil {
-		return t, nil
+	t, err := timefmt.Parse(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("tick: %w", err)
 	}
-	if t, err2 := time.Parse(LayoutSecondsOffset, s); err2 == nil {
-		return t, nil
-	}
-	return time.Time{}, fmt.Errorf("tick: %q is not an RFC 3339 instant (with an offset such as Z, +01:00 or -00:44:30): %w", s, err)
-}
-
-func hasSecondsOffset(t time.Time) bool {
-	_, off := t.Zone()
-	return off%60 != 0
+	return t, nil
 }

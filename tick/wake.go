@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // wakeSchedule is the gocron.Cron behind the ticker's one job. gocron asks
@@ -62,7 +64,7 @@ func (t *Ticker) schedule(now, end time.Time, out outcome, err error) time.Time 
 		w.standby, w.leaseAt = true, out.seen.Expires
 		if out.seen.Holder != w.watching.Holder || out.seen.Term != w.watching.Term {
 			w.watching = out.seen
-			t.cfg.logger.Info(fmt.Sprintf("tick: standby: lease held by %s until %s", out.seen.Holder, FormatTime(out.seen.Expires)),
+			t.cfg.logger.Info(fmt.Sprintf("tick: standby: lease held by %s until %s", out.seen.Holder, timefmt.Format(out.seen.Expires)),
 				"holder", out.seen.Holder, "term", out.seen.Term)
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
 	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
 )
@@ -338,13 +339,13 @@ func TestSoak(t *testing.T) {
 		var b strings.Builder
 		b.WriteString("slot_id\trun_id\tslot\tfired_at\tattempt\n")
 		for _, r := range runs {
-			fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%d\n", r.SlotID, r.RunID, tick.FormatTime(sqldb.DecodeTime(r.Slot)), tick.FormatTime(sqldb.DecodeTime(r.FiredAt)), r.Attempt)
+			fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%d\n", r.SlotID, r.RunID, timefmt.Format(sqldb.DecodeTime(r.Slot)), timefmt.Format(sqldb.DecodeTime(r.FiredAt)), r.Attempt)
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "schedule_runs.tsv"), []byte(b.String()), 0o644))
 		b.Reset()
 		b.WriteString("accepted_at\ttype\tkey\trun_id\n")
 		for _, a := range acc {
-			fmt.Fprintf(&b, "%s\t%s\t%s\t%s\n", tick.FormatTime(a.At), a.Type, a.Key, a.RunID)
+			fmt.Fprintf(&b, "%s\t%s\t%s\t%s\n", timefmt.Format(a.At), a.Type, a.Key, a.RunID)
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "accepted.tsv"), []byte(b.String()), 0o644))
 	}

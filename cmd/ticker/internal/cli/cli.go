@@ -13,6 +13,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/tick"
 )
 
@@ -381,12 +382,12 @@ const timeRule = "an instant with its offset (2026-03-29T01:30:00+01:00, or -00:
 	"a local time the clocks skip, or a date the zone skips, is an error, and so is a local time that happens twice (add its offset)"
 
 // parseTime reads the value of a time flag: an instant with an offset, read
-// losslessly (tick.ParseTime: an offset may have seconds), or a local date
+// losslessly (timefmt.Parse: an offset may have seconds), or a local date
 // or date and time in loc, resolved by the rule in timeRule. It never reads
 // a local time as another: what the zone skipped or repeated is an error
 // that names the gap or both offsets.
 func parseTime(flagName, value string, loc *time.Location) (time.Time, error) {
-	if t, err := tick.ParseTime(value); err == nil {
+	if t, err := timefmt.Parse(value); err == nil {
 		return t, nil
 	}
 	if d, err := time.Parse(time.DateOnly, value); err == nil {
@@ -432,7 +433,7 @@ func localTime(flagName, value string, w time.Time, loc *time.Location) (time.Ti
 	}
 	var alternatives []string
 	for _, t := range instants {
-		alternatives = append(alternatives, tick.FormatTime(t))
+		alternatives = append(alternatives, timefmt.Format(t))
 	}
 	return time.Time{}, usagef("--%s %q: %s happens %d times in %s (offsets %s): give the offset, e.g. %s",
 		flagName, value, w.Format("2006-01-02 15:04"), len(instants), loc, offsets(instants), strings.Join(alternatives, " or "))

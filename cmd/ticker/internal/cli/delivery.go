@@ -16,6 +16,7 @@ import (
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/outbox"
 	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
@@ -439,7 +440,7 @@ func (d *delivery) health(ctx context.Context) error {
 		}
 		if b.Pending > 0 && now.Sub(b.Oldest) > deliveryLagLimit {
 			return fmt.Errorf("delivery: %s is behind: %s pending, the oldest recorded %v ago at %s (limit %v), %d refused and waiting for a retry",
-				rl.name, plural(b.Pending, "record", "records"), now.Sub(b.Oldest).Round(time.Second), tick.FormatTime(b.Oldest), deliveryLagLimit, b.Waiting)
+				rl.name, plural(b.Pending, "record", "records"), now.Sub(b.Oldest).Round(time.Second), timefmt.Format(b.Oldest), deliveryLagLimit, b.Waiting)
 		}
 	}
 	return nil

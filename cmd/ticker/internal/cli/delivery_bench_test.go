@@ -18,6 +18,7 @@ import (
 	"github.com/passage-of-time/passage/cmd/ticker/internal/cli"
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
 	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
 )
@@ -126,13 +127,13 @@ func deliveryLateness(b *testing.B, n int, backend sqldbtest.Backend) {
 			select {
 			case <-recv.runs:
 			case <-time.After(2 * time.Minute):
-				b.Fatalf("%d of %d runs of %s delivered: %s", i, n, tick.FormatTime(slot), r.stderr)
+				b.Fatalf("%d of %d runs of %s delivered: %s", i, n, timefmt.Format(slot), r.stderr)
 			}
 		}
 		recv.mu.Lock()
 		for key, at := range recv.taken {
 			if want := "@" + slot.Format(time.RFC3339); len(key) < len(want) || key[len(key)-len(want):] != want {
-				b.Fatalf("delivered %s in the pass of %s", key, tick.FormatTime(slot))
+				b.Fatalf("delivered %s in the pass of %s", key, timefmt.Format(slot))
 			}
 			late = append(late, at.Sub(begin))
 		}

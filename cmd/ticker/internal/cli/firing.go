@@ -12,6 +12,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
 	"github.com/passage-of-time/passage/todolist"
@@ -153,7 +154,7 @@ func (f *firing) process(ctx context.Context, boundary time.Time) error {
 	for range maxFiringRounds {
 		res, err := f.proc.Process(ctx, boundary)
 		if err != nil {
-			return fmt.Errorf("fire the schedules due at %s: %w", tick.FormatTime(boundary), err)
+			return fmt.Errorf("fire the schedules due at %s: %w", timefmt.Format(boundary), err)
 		}
 		if res.Claimed == 0 {
 			return nil

@@ -23,6 +23,7 @@ import (
 	"github.com/passage-of-time/passage/cmd/ticker/internal/cli"
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/tick"
 )
 
@@ -94,7 +95,7 @@ func TestPreviewPrintsSecondsOffsetsThatParseBackToTheSameInstant(t *testing.T) 
 	require.Equal(t, "Next 2 day boundaries in Africa/Monrovia after 1960-01-01T00:00:00-00:44:30:", lines[0])
 	for i, line := range lines[2:] {
 		printed := strings.Fields(line)[0]
-		got, err := tick.ParseTime(printed)
+		got, err := timefmt.Parse(printed)
 		require.NoError(t, err)
 		want := time.Date(1960, 1, 2+i, 0, 0, 0, 0, loc)
 		require.True(t, got.Equal(want), "%s is %s, want %s", printed, got.UTC(), want.UTC())
@@ -112,7 +113,7 @@ func checkLossless(t *testing.T, body []byte, want time.Time) {
 	require.NoError(t, json.Unmarshal(body, &raw))
 	printed, _ := raw["boundary"].(string)
 	require.True(t, strings.HasSuffix(printed, "-00:44:30"), "boundary %q", printed)
-	parsed, err := tick.ParseTime(printed)
+	parsed, err := timefmt.Parse(printed)
 	require.NoError(t, err)
 	require.True(t, parsed.Equal(want), "%s names %s, want %s", printed, parsed.UTC(), want.UTC())
 	var rec sink.Record

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
 	"github.com/passage-of-time/passage/todolist"
@@ -347,7 +348,7 @@ func (m *metrics) summary(before, after map[tick.Unit]time.Time, loc *time.Locat
 		if !ok {
 			continue
 		}
-		cursors = append(cursors, fmt.Sprintf("%s %s", u, tick.FormatTime(c.In(loc))))
+		cursors = append(cursors, fmt.Sprintf("%s %s", u, timefmt.Format(c.In(loc))))
 		if _, had := before[u]; !had {
 			started = append(started, string(u))
 		}

@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/tick"
 )
 
@@ -40,7 +41,7 @@ func previewCommand(_ context.Context, env Env, args []string) error {
 	if nextBoundary == nil {
 		nextBoundary = tick.Next
 	}
-	fmt.Fprintf(env.Stdout, "Next %d %s boundaries in %s after %s:\n", *n, unit, loc, tick.FormatTime(start))
+	fmt.Fprintf(env.Stdout, "Next %d %s boundaries in %s after %s:\n", *n, unit, loc, timefmt.Format(start))
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BOUNDARY\tWEEKDAY\tLENGTH\tNOTE")
 	b := nextBoundary(unit, start, loc)
@@ -51,7 +52,7 @@ func previewCommand(_ context.Context, env Env, args []string) error {
 			break
 		}
 		next := nextBoundary(unit, b, loc)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", tick.FormatTime(b), b.Format("Mon"), next.Sub(b), note(b, next))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", timefmt.Format(b), b.Format("Mon"), next.Sub(b), note(b, next))
 		b = next
 	}
 	return tw.Flush()
@@ -60,8 +61,8 @@ func previewCommand(_ context.Context, env Env, args []string) error {
 // lastWritable is the end of the years RFC 3339 writes: four digits.
 const lastWritable = "year 9999"
 
-// readsBack reports whether t, written by tick.FormatTime, reads back
-// (tick.ParseTime, --from): RFC 3339 has four-digit years, so an instant
+// readsBack reports whether t, written by timefmt.Format, reads back
+// (timefmt.Parse, --from): RFC 3339 has four-digit years, so an instant
 // whose local year is past 9999 is written as 10000-01-01T00:00:00Z, which
 // no RFC 3339 reader takes. The preview commands stop before one.
 func readsBack(t time.Time) bool {

@@ -15,6 +15,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/tick"
 )
 
@@ -89,7 +90,7 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 			return usagef("--until %q: outside the years a cursor can hold (%d to %d)", f.until, minStorable.Year(), maxStorable.Year())
 		}
 		if until.After(clock.Now()) {
-			return usagef("--until %s is in the future (now is %s)", tick.FormatTime(until), tick.FormatTime(clock.Now().In(loc)))
+			return usagef("--until %s is in the future (now is %s)", timefmt.Format(until), timefmt.Format(clock.Now().In(loc)))
 		}
 	}
 	if f.httpAddr != "" {
@@ -178,7 +179,7 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 		if ctx.Err() != nil && err != nil && !errors.Is(err, tick.ErrNothingToBackfill) {
 			// A signal before --until was reached: what was recorded stays
 			// in the outbox, for the next run to deliver.
-			return interrupted(ctx, env, ticker, store, out, fmt.Sprintf("stopped by a signal before --until %s", tick.FormatTime(until)))
+			return interrupted(ctx, env, ticker, store, out, fmt.Sprintf("stopped by a signal before --until %s", timefmt.Format(until)))
 		}
 		var dr drained
 		if err == nil {
@@ -190,11 +191,11 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 		err = errors.Join(err, releaseLease(ctx, ticker))
 		if errors.Is(err, tick.ErrNothingToBackfill) {
 			// Running the same backfill twice is harmless: say so, exit 0.
-			fmt.Fprintf(env.Stderr, "nothing to backfill up to %s: %v\n", tick.FormatTime(until), err)
+			fmt.Fprintf(env.Stderr, "nothing to backfill up to %s: %v\n", timefmt.Format(until), err)
 			return nil
 		}
 		if err == nil {
-			fmt.Fprintf(env.Stderr, "backfilled up to %s: %s\n", tick.FormatTime(until), dr.summary())
+			fmt.Fprintf(env.Stderr, "backfilled up to %s: %s\n", timefmt.Format(until), dr.summary())
 		}
 		return err
 	}
@@ -244,7 +245,7 @@ func cursorsLine(ctx context.Context, store *tick.SQLStore, loc *time.Location) 
 	var parts []string
 	for _, u := range tick.Units() {
 		if c, ok := cursors[u]; ok {
-			parts = append(parts, fmt.Sprintf("%s %s", u, tick.FormatTime(c.In(loc))))
+			parts = append(parts, fmt.Sprintf("%s %s", u, timefmt.Format(c.In(loc))))
 		}
 	}
 	if len(parts) == 0 {
@@ -371,11 +372,11 @@ func releaseLeaseWithin(ctx context.Context, ticker *tick.Ticker, d time.Duratio
 	return nil
 }
 
-// losslessTimes prints the times in log records with tick.FormatTime:
+// losslessTimes prints the times in log records with timefmt.Format:
 // slog's own format drops an offset's seconds.
 func losslessTimes(_ []string, a slog.Attr) slog.Attr {
 	if a.Value.Kind() == slog.KindTime {
-		return slog.String(a.Key, tick.FormatTime(a.Value.Time()))
+		return slog.String(a.Key, timefmt.Format(a.Value.Time()))
 	}
 	return a
 }

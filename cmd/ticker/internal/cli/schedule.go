@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/schedule"
-	"github.com/passage-of-time/passage/tick"
 )
 
 // scheduleCommands are the subcommands of "ticker schedule".
@@ -79,7 +79,7 @@ func schedulePreviewCommand(_ context.Context, env Env, args []string) error {
 		}
 	}
 	// One instant a line, the instant first, its offset exact to the
-	// second (tick.FormatTime), so the output reads back losslessly.
+	// second (timefmt.Format), so the output reads back losslessly.
 	at := s.Next(start)
 	for range *n {
 		switch {
@@ -91,7 +91,7 @@ func schedulePreviewCommand(_ context.Context, env Env, args []string) error {
 				at.Format("2006-01-02 15:04 -07:00"), lastWritable)
 			return nil
 		}
-		fmt.Fprintf(env.Stdout, "%s  %s\n", tick.FormatTime(at), at.Format("Mon"))
+		fmt.Fprintf(env.Stdout, "%s  %s\n", timefmt.Format(at), at.Format("Mon"))
 		at = s.Next(at)
 	}
 	if at.IsZero() {

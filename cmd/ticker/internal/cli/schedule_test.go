@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/cli"
-	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 func TestSchedulePreviewListsFireInstantsAcrossDST(t *testing.T) {
@@ -31,7 +31,7 @@ func TestSchedulePreviewListsFireInstantsAcrossDST(t *testing.T) {
 	require.Equal(t, "1960-01-04T09:00:00-00:44:30  Mon\n1960-01-11T09:00:00-00:44:30  Mon\n", r.stdout)
 	require.Contains(t, r.stderr, "the schedule has no more fire instants")
 	for line := range strings.Lines(r.stdout) {
-		at, err := tick.ParseTime(strings.Fields(line)[0])
+		at, err := timefmt.Parse(strings.Fields(line)[0])
 		require.NoError(t, err)
 		require.Equal(t, 9, at.Hour(), line)
 	}

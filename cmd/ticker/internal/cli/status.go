@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/passage-of-time/passage/dashboard"
-	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 func statusCommand(ctx context.Context, env Env, args []string) error {
@@ -51,7 +51,7 @@ func statusCommand(ctx context.Context, env Env, args []string) error {
 
 func printStatus(env Env, r dashboard.Status) error {
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "now %s\n\n", tick.FormatTime(r.Now.Time))
+	fmt.Fprintf(tw, "now %s\n\n", timefmt.Format(r.Now.Time))
 	for _, w := range r.Warnings {
 		fmt.Fprintf(tw, "warning: %s\n\n", w)
 	}
@@ -64,7 +64,7 @@ func printStatus(env Env, r dashboard.Status) error {
 			if u.Behind >= dashboard.BehindCap {
 				behind += "+"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Unit, tick.FormatTime(u.Cursor.Time), tick.FormatTime(u.Next.Time), behind)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Unit, timefmt.Format(u.Cursor.Time), timefmt.Format(u.Next.Time), behind)
 		}
 	}
 	fmt.Fprintln(tw)
@@ -75,7 +75,7 @@ func printStatus(env Env, r dashboard.Status) error {
 		if r.Lease.Live {
 			state = "live"
 		}
-		fmt.Fprintf(tw, "lease: %s (term %d, %s until %s)\n", r.Lease.Holder, r.Lease.Term, state, tick.FormatTime(r.Lease.Expires.Time))
+		fmt.Fprintf(tw, "lease: %s (term %d, %s until %s)\n", r.Lease.Holder, r.Lease.Term, state, timefmt.Format(r.Lease.Expires.Time))
 	}
 	fmt.Fprintln(tw)
 	if len(r.Lists) == 0 {
@@ -85,7 +85,7 @@ func printStatus(env Env, r dashboard.Status) error {
 		for _, l := range r.Lists {
 			oldest := "-"
 			if l.OldestDue != nil {
-				oldest = tick.FormatTime(l.OldestDue.Time)
+				oldest = timefmt.Format(l.OldestDue.Time)
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\n", l.Name, l.Pending, l.Due, l.Parked, oldest, l.LagText(), l.Completed, l.Failures)
 		}

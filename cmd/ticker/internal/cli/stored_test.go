@@ -23,6 +23,7 @@ import (
 	"github.com/passage-of-time/passage/cmd/ticker/internal/cli"
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
 )
@@ -202,7 +203,7 @@ func TestStoredSchedulesFireThroughRun(t *testing.T) {
 					require.Equal(t, "send-report", run.Command)
 					require.Equal(t, "null", string(run.Payload))
 					// The slot reads back as the instant it was printed as.
-					require.Contains(t, run.Raw, `"slot":"`+tick.FormatTime(run.Slot.Time)+`"`)
+					require.Contains(t, run.Raw, `"slot":"`+timefmt.Format(run.Slot.Time)+`"`)
 				}
 			}
 			last := slices.IndexFunc(runs, func(r scheduleRun) bool { return r.SlotID == "report@2026-11-21T12:09:00Z" })

@@ -14,8 +14,8 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/orchestration"
-	"github.com/passage-of-time/passage/tick"
 )
 
 // workflowCommands are the subcommands of "ticker workflow".
@@ -186,10 +186,10 @@ func workflowListCommand(ctx context.Context, env Env, args []string) error {
 	for _, l := range list {
 		started, waiting, errText := "-", "-", "-"
 		if l.StartedAt != nil {
-			started = tick.FormatTime(l.StartedAt.Time)
+			started = timefmt.Format(l.StartedAt.Time)
 		}
 		if l.WaitingUntil != nil {
-			waiting = tick.FormatTime(l.WaitingUntil.Time)
+			waiting = timefmt.Format(l.WaitingUntil.Time)
 		}
 		if l.Error != "" {
 			errText = shorten(l.Error, 60)
@@ -292,7 +292,7 @@ func workflowShowCommand(ctx context.Context, env Env, args []string) error {
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	for _, e := range shown.History {
-		fmt.Fprintf(tw, "%s\tv%d\t%s\n", tick.FormatTime(e.RecordedAt.Time), e.Version, e.Description)
+		fmt.Fprintf(tw, "%s\tv%d\t%s\n", timefmt.Format(e.RecordedAt.Time), e.Version, e.Description)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -308,7 +308,7 @@ func summary(s orchestration.Status, loc *time.Location) string {
 	case s.Error != "":
 		return head + ": " + s.Error
 	case s.State == orchestration.Running && !s.WaitingUntil.IsZero():
-		return head + ", waiting until " + tick.FormatTime(s.WaitingUntil.In(loc))
+		return head + ", waiting until " + timefmt.Format(s.WaitingUntil.In(loc))
 	case s.State == orchestration.Running:
 		return head + ", due to run when a processor next ticks"
 	}
