@@ -47,12 +47,13 @@ func WithAckWait(d time.Duration) ConsumerOption {
 
 // WithRetryBackoff sets how long a message whose handlers failed waits
 // before it is delivered again: first after the first failure, doubling
-// after each further one up to max (default: 1 s to 1 min). Messages
-// after it wait too, so that handlers see the stream in order.
+// after each further one up to max, at most a day (default: 1 s to
+// 1 min). Messages after it wait too, so that handlers see the stream in
+// order.
 func WithRetryBackoff(first, max time.Duration) ConsumerOption {
 	return func(c *consumerConfig) error {
-		if first <= 0 || max < first {
-			return fmt.Errorf("%w: WithRetryBackoff(%v, %v): want 0 < first <= max", ErrInvalidOption, first, max)
+		if first <= 0 || max < first || max > 24*time.Hour {
+			return fmt.Errorf("%w: WithRetryBackoff(%v, %v): want 0 < first <= max <= 24h", ErrInvalidOption, first, max)
 		}
 		c.retryFirst, c.retryMax = first, max
 		return nil

@@ -11,7 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/passage-of-time/passage/bus"
+	"github.com/passage-of-time/passage/eventstore"
 	"github.com/passage-of-time/passage/natsjs"
+	"github.com/passage-of-time/passage/outbox"
 	"github.com/passage-of-time/passage/tick"
 )
 
@@ -97,4 +99,57 @@ func ExampleNewConsumer() {
 		log.Fatal(err)
 	}
 	defer func() { _ = consumer.Stop(ctx) }()
+}
+
+// Stored events out: each append writes its events to the outbox in its
+// own transaction, and a relay publishes them once committed, keyed
+// "<stream>/<version>", from a checkpoint of its own.
+func ExampleRecordEvents() {
+	ctx := context.Background()
+	nc, err := nats.Connect(nats.DefaultURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		log.Fatal(err)
+	}
+	db, err := sqlx.Open("sqlite3", "orders.db")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+
+	if _, err := natsjs.EnsureStream(ctx, js, "ORDERS", "orders.events"); err != nil {
+		log.Fatal(err)
+	}
+	ob, err := outbox.Open(ctx, db)
+	if err != nil {
+		log.Fatal(err)
+	}
+	type OrderPlaced struct{ Order string }
+	registry := eventstore.NewRegistry()
+	if err := eventstore.Register[OrderPlaced](registry, "OrderPlaced"); err != nil {
+		log.Fatal(err)
+	}
+	store, err := eventstore.Open(ctx, db, registry, eventstore.WithInTransaction(natsjs.RecordEvents(ob)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	sink, err := natsjs.NewEventSink(ctx, js, "orders.events")
+	if err != nil {
+		log.Fatal(err)
+	}
+	relay, err := outbox.NewRelay(ob, "nats", sink.Deliver)
+	if err != nil {
+		log.Fatal(err)
+	}
+	go func() { _ = relay.Run(ctx, nil) }()
+
+	// Published on orders.events.OrderPlaced with Nats-Msg-Id order-1/1.
+	if _, err := store.Append(ctx, "order-1", eventstore.NoStream, OrderPlaced{Order: "order-1"}); err != nil {
+		log.Fatal(err)
+	}
+	relay.Notify()
 }

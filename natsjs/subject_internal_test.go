@@ -75,3 +75,14 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		require.ErrorIs(t, err, ErrUndecodable, "%s %s", bad.subject, bad.data)
 	}
 }
+
+func TestRetryBackoffDoublesUpToItsMax(t *testing.T) {
+	c := consumerDefaults()
+	require.NoError(t, WithRetryBackoff(time.Second, 10*time.Second)(&c))
+	var got []time.Duration
+	for delivered := uint64(1); delivered <= 6; delivered++ {
+		got = append(got, c.backoff(delivered))
+	}
+	require.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}, got)
+	require.Equal(t, 10*time.Second, c.backoff(1<<40), "no overflow after many deliveries")
+}
