@@ -1,14 +1,14 @@
 // Package sink is where passage-of-time events, and the runs of the
 // schedules the ticker fires ([RunRecord], [SlotsSkippedRecord]), leave the
-// ticker process: as JSON lines on a writer, or as signed HTTP POSTs to
-// webhooks.
+// ticker process: as JSON lines on a writer, as signed HTTP POSTs to
+// webhooks, or as messages on a NATS JetStream stream.
 //
 // [Marshal] turns what the ticker and the scheduler decided into a
 // record's JSON body and envelope (type and id). "ticker run" stores
 // that body in the outbox, in the transaction that decided it, and the
 // outbox's relays deliver the stored body after the commit, one relay per
-// sink, through [JSONLines.Send] and [Webhook.Send]: one write or one
-// request per delivery, with no retry of their own. The relay retries a
+// sink, through [JSONLines.Send], [Webhook.Send] and [NATS.Send]: one
+// write, request or publish per delivery, with no retry of their own. The relay retries a
 // refusal with backoff, parks a record refused too often, and keeps each
 // stream's records (a unit's boundaries, a schedule's runs) in order;
 // different streams are delivered in parallel.
@@ -28,4 +28,20 @@
 // in any language) before trusting the body, and deduplicates by
 // Idempotency-Key (the body's "id"): delivery is at least once, and a
 // redelivery carries the same key and the same body.
+//
+// # NATS messages
+//
+// Each record is one message on a JetStream stream storing <prefix>.>
+// (see [NATSSubject] for the subjects: passage.tick.minute,
+// passage.schedule.<name>, …), with the body a webhook would get and
+// these headers:
+//
+//	Nats-Msg-Id:    the record's id, as Idempotency-Key ([NATSMsgID])
+//	Passage-Event:  the record type
+//
+// [NATS.Send] returns once the server acknowledged storing it, and the
+// stream de-duplicates by Nats-Msg-Id within its duplicate window: a
+// record published again — a lost ack retried, a relay that died between
+// the publish and its checkpoint — is stored once. [NewNATS] refuses a
+// stream whose window is shorter than the one asked for.
 package sink
