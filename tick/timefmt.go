@@ -1,7 +1,6 @@
 package tick
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/passage-of-time/passage/internal/timefmt"
@@ -12,13 +11,3 @@ import (
 // callers outside this package (schedule, natsjs, cmd/ticker's stored.go)
 // use internal/timefmt; new code calls timefmt.Format.
 func FormatTime(t time.Time) string { return timefmt.Format(t) }
-
-// ParseTime is timefmt.Parse, its error prefixed "tick:"; exported only
-// until its last callers outside this package move (see FormatTime).
-func ParseTime(s string) (time.Time, error) {
-	t, err := timefmt.Parse(s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("tick: %w", err)
-	}
-	return t, nil
-}
