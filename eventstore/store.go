@@ -64,7 +64,7 @@ type Option func(*Store) error
 func WithClock(clock clockwork.Clock) Option {
 	return func(s *Store) error {
 		if clock == nil {
-			return fmt.Errorf("%w: clock must not be nil", ErrInvalidArgument)
+			return fmt.Errorf("%w: WithClock: clock must not be nil", ErrInvalidArgument)
 		}
 		s.clock = clock
 		return nil
@@ -76,7 +76,7 @@ func WithClock(clock clockwork.Clock) Option {
 func WithPublisher(p Publisher) Option {
 	return func(s *Store) error {
 		if p == nil {
-			return fmt.Errorf("%w: publisher must not be nil", ErrInvalidArgument)
+			return fmt.Errorf("%w: WithPublisher: publisher must not be nil", ErrInvalidArgument)
 		}
 		s.publisher = p
 		return nil
@@ -90,7 +90,7 @@ func WithPublisher(p Publisher) Option {
 func WithInTransaction(hook TxHook) Option {
 	return func(s *Store) error {
 		if hook == nil {
-			return fmt.Errorf("%w: in-transaction hook must not be nil", ErrInvalidArgument)
+			return fmt.Errorf("%w: WithInTransaction: hook must not be nil", ErrInvalidArgument)
 		}
 		s.hooks = append(s.hooks, hook)
 		return nil

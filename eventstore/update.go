@@ -34,7 +34,7 @@ type updateConfig struct {
 func WithRetries(n int) UpdateOption {
 	return func(c *updateConfig) error {
 		if n < 0 {
-			return fmt.Errorf("%w: retries must not be negative, got %d", ErrInvalidArgument, n)
+			return fmt.Errorf("%w: WithRetries(%d): retries must not be negative", ErrInvalidArgument, n)
 		}
 		c.retries = n
 		return nil
