@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/tick"
 )
 
@@ -161,4 +162,47 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 		}
 	}
 	return runs, nil
+}
+
+// Finish closes a run its handler left open (ErrStillRunning). A slot
+// buffered behind it (BufferOne) becomes due at once; a next slot whose
+// jittered time has not come stays due at that time. Finishing a
+// finished run changes nothing; an unknown run id is an error wrapping
+// ErrUnknownRun.
+func (s *Scheduler) Finish(ctx context.Context, runID string) error {
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		schedule, finished, found, err := s.driver.runOf(ctx, tx, runID)
+		if err == nil && !found {
+			return fmt.Errorf("%w: %q", ErrUnknownRun, runID)
+		} else if err != nil || finished {
+			return err
+		}
+		if err := s.driver.finishRun(ctx, tx, runID); err != nil {
+			return err
+		}
+		st, found, err := s.load(ctx, tx, schedule)
+		if err != nil || !found || st.Paused != 0 || st.NextSlot == 0 {
+			return err
+		}
+		// A slot has come when its due time — the slot plus its jitter —
+		// has, as firing reckons (planFor). One whose jittered time is
+		// still ahead is not buffered: its item stays due then; pulling
+		// it to now would find nothing due and move past it, losing it.
+		// A buffered slot's jittered time has come (it was fired but
+		// held back), so it becomes due now.
+		now := s.clock.Now()
+		jitter := Definition{Name: st.Name, Jitter: time.Duration(st.Jitter)}
+		if jitter.due(sqldb.DecodeTime(st.NextSlot)).After(now) {
+			return nil // nothing buffered: the next slot has not come
+		}
+		// Remove first: a re-add never brings an item forward.
+		if err := s.list.RemoveTx(ctx, tx, st.Name); err != nil {
+			return err
+		}
+		return s.list.AddTx(ctx, tx, st.Name, now)
+	})
+	if err != nil {
+		return fmt.Errorf("schedule: finish run %q: %w", runID, err)
+	}
+	return nil
 }

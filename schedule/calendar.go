@@ -165,8 +165,3 @@ func (c Calendar) Spec() (Spec, error) {
 	}
 	return RRule(strings.Join(lines, "\n"), loc)
 }
-
-var weekdays = map[time.Weekday]rrule.Weekday{
-	time.Monday: rrule.MO, time.Tuesday: rrule.TU, time.Wednesday: rrule.WE, time.Thursday: rrule.TH,
-	time.Friday: rrule.FR, time.Saturday: rrule.SA, time.Sunday: rrule.SU,
-}

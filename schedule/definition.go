@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -211,4 +213,14 @@ func untilOf(d Definition) int64 {
 		return 0
 	}
 	return sqldb.EncodeTime(d.Until)
+}
+
+// hash is the identity of everything that shapes a schedule's slots and
+// runs: a change to any of it reprograms the schedule.
+func (d Definition) hash() string {
+	h := sha256.New()
+	for _, part := range []string{d.Spec.String(), d.Command, string(d.Payload), policyText(d.CatchUp), fmt.Sprint(d.MaxRuns), d.Until.UTC().Format(time.RFC3339Nano), d.Jitter.String(), d.Overlap.String()} {
+		fmt.Fprintf(h, "%d:%s;", len(part), part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -46,7 +46,7 @@ type driver interface {
 	updateDefinition(ctx context.Context, q sqlx.ExtContext, row state) error
 	// recordFired adds each move's runs and skipped slots to its
 	// schedule's counts and sets its next slot.
-	recordFired(ctx context.Context, q sqlx.ExtContext, moves []fired) error
+	recordFired(ctx context.Context, q sqlx.ExtContext, moves []move) error
 	// setPaused pauses or resumes a schedule and sets its next slot.
 	setPaused(ctx context.Context, q sqlx.ExtContext, name string, paused bool, next int64) error
 	// deleteSchedule removes a schedule's row; its runs stay.
@@ -90,22 +90,4 @@ func driverFor(q interface{ DriverName() string }) driver {
 		return postgresDriver{}
 	}
 	return sqliteDriver{}
-}
-
-// fired is what a firing adds to a schedule's counts, and its next slot.
-type fired struct {
-	name          string
-	runs, skipped int64
-	next          int64
-}
-
-// inChunks calls f with consecutive parts of n rows, [from, to), of at
-// most size rows each.
-func inChunks(n, size int, f func(from, to int) error) error {
-	for from := 0; from < n; from += size {
-		if err := f(from, min(from+size, n)); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -36,7 +36,7 @@ const (
 	selectSchedulesOf       = `SELECT ` + scheduleColumns + `
 FROM unnest($1::text[]) AS w(wanted) JOIN schedule_schedules ON name = wanted`
 	selectHashesOf = `SELECT name, hash FROM unnest($1::text[]) AS w(wanted) JOIN schedule_schedules ON name = wanted`
-	unfinishedOf   = `SELECT schedule, COUNT(*) AS open
+	unfinishedOf   = `SELECT schedule, COUNT(*) AS n
 FROM unnest($1::text[]) AS w(wanted) JOIN schedule_runs ON schedule = wanted WHERE finished = 0 GROUP BY schedule`
 	markRunningAny        = `UPDATE schedule_runs SET finished = 0 WHERE run_id = ANY($1)`
 	insertSchedulesUnnest = `INSERT INTO schedule_schedules (name, spec, hash, command, payload, catch_up, max_runs, until, next_slot, jitter, overlap)
@@ -72,10 +72,7 @@ func (postgresDriver) schedulesOf(ctx context.Context, q sqlx.ExtContext, names 
 func (postgresDriver) hashesOf(ctx context.Context, q sqlx.ExtContext, names []string) (map[string]string, error) {
 	hashes := make(map[string]string, len(names))
 	err := inChunks(len(names), postgresChunk, func(from, to int) error {
-		var rows []struct {
-			Name string `db:"name"`
-			Hash string `db:"hash"`
-		}
+		var rows []nameHash
 		err := sqlx.SelectContext(ctx, q, &rows, selectHashesOf, names[from:to])
 		for _, r := range rows {
 			hashes[r.Name] = r.Hash
@@ -115,7 +112,7 @@ func (postgresDriver) insertSchedules(ctx context.Context, q sqlx.ExtContext, ro
 	return inserted, err
 }
 
-func (postgresDriver) recordFired(ctx context.Context, q sqlx.ExtContext, moves []fired) error {
+func (postgresDriver) recordFired(ctx context.Context, q sqlx.ExtContext, moves []move) error {
 	return inChunks(len(moves), postgresChunk, func(from, to int) error {
 		part := moves[from:to]
 		names := make([]string, len(part))
@@ -165,14 +162,9 @@ func (postgresDriver) markRunning(ctx context.Context, q sqlx.ExtContext, runIDs
 func (postgresDriver) openRunsOf(ctx context.Context, q sqlx.ExtContext, names []string) (map[string]int, error) {
 	open := map[string]int{}
 	err := inChunks(len(names), postgresChunk, func(from, to int) error {
-		var rows []struct {
-			Schedule string `db:"schedule"`
-			Open     int    `db:"open"`
-		}
+		var rows []openCount
 		err := sqlx.SelectContext(ctx, q, &rows, unfinishedOf, names[from:to])
-		for _, r := range rows {
-			open[r.Schedule] = r.Open
-		}
+		addOpen(open, rows)
 		return err
 	})
 	return open, err

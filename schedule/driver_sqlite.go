@@ -22,7 +22,7 @@ const sqliteChunk = 1000
 const (
 	selectSchedulesIn = `SELECT ` + scheduleColumns + ` FROM schedule_schedules WHERE name IN `
 	selectHashesIn    = `SELECT name, hash FROM schedule_schedules WHERE name IN `
-	unfinishedIn      = `SELECT schedule, COUNT(*) AS open FROM schedule_runs WHERE finished = 0 AND schedule IN `
+	unfinishedIn      = `SELECT schedule, COUNT(*) AS n FROM schedule_runs WHERE finished = 0 AND schedule IN `
 	markRunningIn     = `UPDATE schedule_runs SET finished = 0 WHERE run_id IN `
 	insertSchedules   = `INSERT INTO schedule_schedules (name, spec, hash, command, payload, catch_up, max_runs, until, next_slot, jitter, overlap) VALUES `
 	insertRuns        = `INSERT INTO schedule_runs (slot_id, run_id, schedule, slot, fired_at, attempt, manual) VALUES `
@@ -50,10 +50,7 @@ func (sqliteDriver) schedulesOf(ctx context.Context, q sqlx.ExtContext, names []
 func (sqliteDriver) hashesOf(ctx context.Context, q sqlx.ExtContext, names []string) (map[string]string, error) {
 	hashes := make(map[string]string, len(names))
 	err := inChunks(len(names), sqliteChunk, func(from, to int) error {
-		var rows []struct {
-			Name string `db:"name"`
-			Hash string `db:"hash"`
-		}
+		var rows []nameHash
 		err := sqlx.SelectContext(ctx, q, &rows, selectHashesIn+`(`+placeholders(to-from, "?")+`)`, anys(names[from:to])...)
 		for _, r := range rows {
 			hashes[r.Name] = r.Hash
@@ -80,7 +77,7 @@ func (sqliteDriver) insertSchedules(ctx context.Context, q sqlx.ExtContext, rows
 
 // recordFired updates from a list of rows; a row of VALUES is named
 // column1, column2, … by SQLite.
-func (sqliteDriver) recordFired(ctx context.Context, q sqlx.ExtContext, moves []fired) error {
+func (sqliteDriver) recordFired(ctx context.Context, q sqlx.ExtContext, moves []move) error {
 	return inChunks(len(moves), sqliteChunk, func(from, to int) error {
 		args := make([]any, 0, 4*(to-from))
 		for _, m := range moves[from:to] {
@@ -121,14 +118,9 @@ func (sqliteDriver) markRunning(ctx context.Context, q sqlx.ExtContext, runIDs [
 func (sqliteDriver) openRunsOf(ctx context.Context, q sqlx.ExtContext, names []string) (map[string]int, error) {
 	open := map[string]int{}
 	err := inChunks(len(names), sqliteChunk, func(from, to int) error {
-		var rows []struct {
-			Schedule string `db:"schedule"`
-			Open     int    `db:"open"`
-		}
+		var rows []openCount
 		err := sqlx.SelectContext(ctx, q, &rows, unfinishedIn+`(`+placeholders(to-from, "?")+`) GROUP BY schedule`, anys(names[from:to])...)
-		for _, r := range rows {
-			open[r.Schedule] = r.Open
-		}
+		addOpen(open, rows)
 		return err
 	})
 	return open, err

@@ -96,7 +96,7 @@ func testSchedulesRoundTrip(t *testing.T, d driver, db *sqlx.DB) {
 
 	changed := testRow("a", 7)
 	inTestTx(t, db, func(tx *sqlx.Tx) {
-		require.NoError(t, d.recordFired(ctx, tx, []fired{{name: "a", runs: 2, skipped: 1, next: 5}}))
+		require.NoError(t, d.recordFired(ctx, tx, []move{{name: "a", runs: 2, skipped: 1, next: 5}}))
 		require.NoError(t, d.setPaused(ctx, tx, "a", true, 5))
 		require.NoError(t, d.updateDefinition(ctx, tx, changed))
 		st, found, err := d.lockSchedule(ctx, tx, "a")
@@ -148,11 +148,11 @@ func testInsertSchedulesKeepsWhatIsStored(t *testing.T, d driver, db *sqlx.DB) {
 
 func testCountsAndNextSlotsMove(t *testing.T, d driver, db *sqlx.DB) {
 	ctx := context.Background()
-	var moves []fired
+	var moves []move
 	for i := range sqliteChunk + 1 {
 		name := fmt.Sprintf("m%04d", i)
 		require.NoError(t, d.insertSchedule(ctx, db, testRow(name, i)))
-		moves = append(moves, fired{name: name, runs: int64(i % 2), skipped: int64(i % 3), next: int64(1000 + i)})
+		moves = append(moves, move{name: name, runs: int64(i % 2), skipped: int64(i % 3), next: int64(1000 + i)})
 	}
 	inTestTx(t, db, func(tx *sqlx.Tx) {
 		require.NoError(t, d.recordFired(ctx, tx, moves))
@@ -166,7 +166,7 @@ func testCountsAndNextSlotsMove(t *testing.T, d driver, db *sqlx.DB) {
 		if i == 0 {
 			m.runs, m.skipped = 2*m.runs, 2*m.skipped // moved twice
 		}
-		require.Equal(t, fired{name: st.Name, runs: st.Runs, skipped: st.Skipped, next: st.NextSlot}, m)
+		require.Equal(t, move{name: st.Name, runs: st.Runs, skipped: st.Skipped, next: st.NextSlot}, m)
 	}
 }
 

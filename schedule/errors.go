@@ -30,11 +30,13 @@ var (
 	ErrNilDB = errors.New("schedule: open: db must not be nil")
 	// ErrNilHandler is returned by Open for a nil Handler.
 	ErrNilHandler = errors.New("schedule: open: handler must not be nil")
-	// ErrWithClockNil is returned for WithClock(nil).
+	// ErrWithClockNil is returned when the clock option is given nil.
 	ErrWithClockNil = fmt.Errorf("%w: WithClock: clock must not be nil", ErrInvalidSpec)
-	// ErrWithSkipsRecordedTxNil is returned for WithSkipsRecordedTx(nil).
+	// ErrWithSkipsRecordedTxNil is returned when the option recording skip
+	// reports in the firing transaction is given nil.
 	ErrWithSkipsRecordedTxNil = fmt.Errorf("%w: WithSkipsRecordedTx: function must not be nil", ErrInvalidSpec)
-	// ErrWithLiveWindowOutOfRange is returned for a WithLiveWindow that is
-	// not positive or longer than MaxInterval; the error names the value.
-	ErrWithLiveWindowOutOfRange = fmt.Errorf("%w: WithLiveWindow: the window must be positive and at most %v", ErrInvalidSpec, MaxInterval)
+	// ErrWithLiveWindowOutOfRange is returned when the live window option is
+	// given a window that is not positive, or longer than the longest
+	// interval; the error names the value.
+	ErrWithLiveWindowOutOfRange = fmt.Errorf("%w: WithLiveWindow: the window must be positive and at most the longest interval", ErrInvalidSpec)
 )

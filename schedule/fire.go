@@ -223,7 +223,7 @@ func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.I
 		if st.NextSlot != 0 {
 			first = sqldb.DecodeTime(st.NextSlot)
 		}
-		f := firing{index: i, item: item, st: st, d: d, p: s.planFor(d, first, now), first: first}
+		f := firing{index: i, item: item, st: st, d: d, p: planFor(d, first, now, s.live), first: first}
 		if !f.p.fire.IsZero() && d.Overlap != AllowOverlap {
 			overlapping = append(overlapping, st.Name)
 		}
@@ -300,7 +300,7 @@ func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.I
 // moveOn stores where each schedule of fs stands after the firing and
 // makes its item due at its next slot.
 func (s *Scheduler) moveOn(ctx context.Context, tx *sqlx.Tx, fs []firing, now time.Time) error {
-	moves := make([]fired, 0, len(fs))
+	moves := make([]move, 0, len(fs))
 	later := make([]todolist.NewItem, 0, len(fs))
 	var earlier []todolist.NewItem
 	for i := range fs {
@@ -310,7 +310,7 @@ func (s *Scheduler) moveOn(ctx context.Context, tx *sqlx.Tx, fs []firing, now ti
 		}
 		if f.buffered {
 			// Keep the slot; look again soon, or when Finish says.
-			moves = append(moves, fired{name: f.st.Name, skipped: f.p.skipped, next: encodeSlot(f.p.fire)})
+			moves = append(moves, move{name: f.st.Name, skipped: f.p.skipped, next: encodeSlot(f.p.fire)})
 			later = append(later, todolist.NewItem{ID: f.st.Name, Due: now.Add(bufferRecheck)})
 			continue
 		}
@@ -322,7 +322,7 @@ func (s *Scheduler) moveOn(ctx context.Context, tx *sqlx.Tx, fs []firing, now ti
 			}
 		}
 		next := f.d.nextAfter(after, f.st.Runs+f.fired)
-		moves = append(moves, fired{name: f.st.Name, runs: f.fired, skipped: f.p.skipped, next: encodeSlot(next)})
+		moves = append(moves, move{name: f.st.Name, runs: f.fired, skipped: f.p.skipped, next: encodeSlot(next)})
 		if next.IsZero() {
 			continue // ended: the processor removes the item
 		}
@@ -359,18 +359,72 @@ func (s *Scheduler) moveOn(ctx context.Context, tx *sqlx.Tx, fs []firing, now ti
 // open until someone finishes it).
 const bufferRecheck = time.Minute
 
-// SlotsSkipped reports slots a catch-up policy did not fire, published
-// (WithPublisher) after the transaction that counted them commits.
-type SlotsSkipped struct {
-	Schedule string
-	// From and To are the first and last skipped slots; Count how many
-	// there were (from From to To inclusive).
-	From, To time.Time
-	Count    int64
-	// Policy names the catch-up policy: "all", "latest-only" or "skip".
-	Policy string
-}
-
 // ReportFailures counts SlotsSkipped reports the publisher refused; the
 // skipped slots themselves are counted in each schedule's state.
 func (s *Scheduler) ReportFailures() int64 { return s.reportFailures.Load() }
+
+// record records a run of slot and hands it to the handler, in tx: the
+// run it made, or a zero Run when the slot had one already (another
+// replica, or an earlier attempt that committed).
+func (s *Scheduler) record(ctx context.Context, tx *sqlx.Tx, st state, slot time.Time, attempt int) (Run, error) {
+	return s.recordRun(ctx, tx, Run{
+		RunID:    newRunID(),
+		SlotID:   SlotID(st.Name, slot),
+		Schedule: st.Name,
+		Slot:     slot,
+		FiredAt:  s.clock.Now(),
+		Attempt:  attempt,
+		Command:  st.Command,
+		Payload:  st.Payload,
+	})
+}
+
+// recordRun records r and hands it to the handler, in tx, leaving it open
+// when the handler says it goes on; it returns a zero Run when r's slot
+// had a run already.
+func (s *Scheduler) recordRun(ctx context.Context, tx *sqlx.Tx, r Run) (Run, error) {
+	recorded, err := s.driver.insertRuns(ctx, tx, []Run{r})
+	if err != nil || !recorded[r.SlotID] {
+		return Run{}, err
+	}
+	if err := s.callHandler(ctx, tx, r); err != nil {
+		if !errors.Is(err, ErrStillRunning) {
+			return Run{}, err
+		}
+		if err := s.driver.markRunning(ctx, tx, []string{r.RunID}); err != nil {
+			return Run{}, err
+		}
+	}
+	return r, nil
+}
+
+// callHandler turns a handler's panic into an error, so a bad run is
+// retried and parked like any failure instead of taking the process down.
+func (s *Scheduler) callHandler(ctx context.Context, tx *sqlx.Tx, r Run) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("schedule: handler panicked on %s: %v", r.SlotID, p)
+		}
+	}()
+	return s.handler(ctx, tx, r)
+}
+
+// Processor returns a processor of the schedules' to-do list that fires
+// due slots; subscribe its handler to the passage of time, e.g.
+// bus.Subscribe(b, todolist.Handler[tick.MinuteHasPassed](p)). Its
+// options (batch size, attempts, backoff, time budget) apply to runs: a
+// failing run is retried with backoff and parked after the maximum
+// attempts. It is a transactional batch processor
+// ([todolist.NewTxBatchProcessor]): a batch of slots is taken, fired and
+// moved on in one transaction, so it takes no lease.
+//
+// A schedule behind with the catch-up policy tick.All fires one missed
+// slot, the oldest, each time its item is taken, and its item is then due
+// at once for the next: a processor's Process does not take an item again
+// in the same call, so a schedule N slots behind needs N calls. Call
+// Process again at the same boundary while its Result claimed anything
+// (as "ticker run" does), or a schedule behind catches up one slot a tick
+// and stays behind.
+func (s *Scheduler) Processor(opts ...todolist.ProcessorOption) (*todolist.Processor, error) {
+	return todolist.NewTxBatchProcessor(s.list, s.fireBatch, append([]todolist.ProcessorOption{todolist.WithClock(s.clock)}, opts...)...)
+}

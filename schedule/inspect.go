@@ -44,34 +44,6 @@ type Stored struct {
 	Open int
 }
 
-// RunRecord is a recorded run of a schedule.
-type RunRecord struct {
-	RunID, SlotID, Schedule string
-	// Slot is the instant the run was planned for; FiredAt when it fired.
-	Slot, FiredAt time.Time
-	Attempt       int
-	// Manual is true for a run started by Trigger.
-	Manual bool
-	// Finished is false while a run whose handler returned
-	// ErrStillRunning waits for Finish.
-	Finished bool
-}
-
-// Outcome names how the run stands: "running" until it is finished,
-// then "fired" — or "fired (attempt n)" when earlier attempts failed and
-// were rolled back — and "triggered" for a manual run.
-func (r RunRecord) Outcome() string {
-	switch {
-	case !r.Finished:
-		return "running"
-	case r.Manual:
-		return "triggered"
-	case r.Attempt > 1:
-		return fmt.Sprintf("fired (attempt %d)", r.Attempt)
-	}
-	return "fired"
-}
-
 // ReadSchedules returns every stored schedule, by name, without
 // migrating.
 func ReadSchedules(ctx context.Context, q sqlx.ExtContext) ([]Stored, error) {

@@ -12,12 +12,27 @@ import (
 )
 
 // Option configures a Scheduler.
-type Option func(*Scheduler) error
+type Option func(*options) error
+
+// options are what the Options set, with their defaults (defaults); a
+// Scheduler holds them.
+type options struct {
+	clock     clockwork.Clock
+	publisher tick.Publisher
+	recordTx  func(ctx context.Context, tx *sqlx.Tx, r SlotsSkipped) error
+	live      time.Duration
+}
+
+// defaults are the options of a Scheduler opened without any: the real
+// clock, a live window of 2 minutes, no reports.
+func defaults() options {
+	return options{clock: clockwork.NewRealClock(), live: 2 * time.Minute}
+}
 
 // WithClock sets the clock the scheduler plans by; the default is the
 // real one.
 func WithClock(c clockwork.Clock) Option {
-	return func(s *Scheduler) error {
+	return func(s *options) error {
 		if c == nil {
 			return ErrWithClockNil
 		}
@@ -33,7 +48,7 @@ func WithClock(c clockwork.Clock) Option {
 // when the process ends in between). An error from record fails the
 // batch: its slots are retried, and nothing of it is stored.
 func WithSkipsRecordedTx(record func(ctx context.Context, tx *sqlx.Tx, r SlotsSkipped) error) Option {
-	return func(s *Scheduler) error {
+	return func(s *options) error {
 		if record == nil {
 			return ErrWithSkipsRecordedTxNil
 		}
@@ -45,7 +60,7 @@ func WithSkipsRecordedTx(record func(ctx context.Context, tx *sqlx.Tx, r SlotsSk
 // WithPublisher publishes a SlotsSkipped for every skip (the bus's
 // Publish fits).
 func WithPublisher(p tick.Publisher) Option {
-	return func(s *Scheduler) error {
+	return func(s *options) error {
 		s.publisher = p
 		return nil
 	}
@@ -55,9 +70,9 @@ func WithPublisher(p tick.Publisher) Option {
 // time for tick.Skip (default 2 minutes: a minute's tick, and its
 // processing).
 func WithLiveWindow(d time.Duration) Option {
-	return func(s *Scheduler) error {
+	return func(s *options) error {
 		if d <= 0 || d > MaxInterval {
-			return fmt.Errorf("%w, got %v", ErrWithLiveWindowOutOfRange, d)
+			return fmt.Errorf("%w (%v), got %v", ErrWithLiveWindowOutOfRange, MaxInterval, d)
 		}
 		s.live = d
 		return nil

@@ -24,8 +24,9 @@ type plan struct {
 }
 
 // planFor applies the catch-up policy to the slots from first (the due
-// item's) to now.
-func (s *Scheduler) planFor(d Definition, first, now time.Time) plan {
+// item's) to now; live is how late a slot still counts as on time
+// (WithLiveWindow).
+func planFor(d Definition, first, now time.Time, live time.Duration) plan {
 	var slots []time.Time // the latest ones, as many as the policy may fire
 	keep := 1
 	if a, ok := d.CatchUp.(tick.All); ok {
@@ -60,7 +61,7 @@ func (s *Scheduler) planFor(d Definition, first, now time.Time) plan {
 			slots = slots[1:]
 		}
 	case tick.Skip:
-		if now.Sub(d.due(slots[0])) > s.live {
+		if now.Sub(d.due(slots[0])) > live {
 			p.skip(slots[0])
 			slots = nil
 		}

@@ -3,60 +3,11 @@ package schedule
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/teambition/rrule-go"
 )
-
-// whyEmpty says why a set has no occurrence: ruleErr is the first of its
-// rules found to have none, nil if every rule has some (r.rules, whose
-// occurrences the EXDATEs then all remove); rules and rdates count its
-// RRULE lines and RDATEs.
-func (r rruleSpec) whyEmpty(ruleErr error, rules, rdates int) error {
-	switch {
-	case ruleErr != nil && len(r.rules) == 0 && rdates == 0:
-		return ruleErr
-	case ruleErr != nil && len(r.rules) == 0:
-		return fmt.Errorf("%w, and the EXDATEs remove every RDATE", ruleErr)
-	case rules == 0 && rdates == 0:
-		return fmt.Errorf("%w: recurrence %q has no occurrence: it has no RRULE or RDATE line, and DTSTART alone gives none", ErrInvalidSpec, r.text)
-	case rules == 0:
-		return fmt.Errorf("%w: recurrence %q has no occurrence: the EXDATEs remove every RDATE", ErrInvalidSpec, r.text)
-	}
-	within := ""
-	for _, e := range r.rules {
-		if e.opt.Count == 0 && e.until.IsZero() {
-			within = fmt.Sprintf(" within %d years of DTSTART", rruleHorizon) // Next looks no further
-		}
-	}
-	return fmt.Errorf("%w: recurrence %q has no occurrence%s: the EXDATEs remove every occurrence", ErrInvalidSpec, r.text, within)
-}
-
-// countAndUntil rejects what rrule-go reads without a word: a COUNT below
-// 1 (it takes 0 and negatives as no COUNT, a rule without end) and COUNT
-// with UNTIL (RFC 5545 §3.3.10: they "MUST NOT occur in the same
-// 'recur'"; rrule-go would apply both).
-func countAndUntil(line string) error {
-	var count, until string
-	for _, part := range strings.Split(line[len("RRULE:"):], ";") {
-		name, value, _ := strings.Cut(part, "=")
-		switch strings.ToUpper(name) {
-		case "COUNT":
-			count = part
-			if n, err := strconv.Atoi(value); err == nil && n < 1 {
-				return fmt.Errorf("%s: COUNT must be at least 1 (it is the number of occurrences)", part)
-			}
-		case "UNTIL":
-			until = part
-		}
-	}
-	if count != "" && until != "" {
-		return fmt.Errorf("%s and %s: a rule ends by COUNT or by UNTIL, not both (RFC 5545 §3.3.10)", count, until)
-	}
-	return nil
-}
 
 // check rejects a rule without an occurrence within rruleHorizon years of
 // start (or before its UNTIL).

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -187,4 +188,28 @@ func readUntil(line string, parsed time.Time, loc *time.Location) time.Time {
 		}
 	}
 	return parsed
+}
+
+// countAndUntil rejects what rrule-go reads without a word: a COUNT below
+// 1 (it takes 0 and negatives as no COUNT, a rule without end) and COUNT
+// with UNTIL (RFC 5545 §3.3.10: they "MUST NOT occur in the same
+// 'recur'"; rrule-go would apply both).
+func countAndUntil(line string) error {
+	var count, until string
+	for _, part := range strings.Split(line[len("RRULE:"):], ";") {
+		name, value, _ := strings.Cut(part, "=")
+		switch strings.ToUpper(name) {
+		case "COUNT":
+			count = part
+			if n, err := strconv.Atoi(value); err == nil && n < 1 {
+				return fmt.Errorf("%s: COUNT must be at least 1 (it is the number of occurrences)", part)
+			}
+		case "UNTIL":
+			until = part
+		}
+	}
+	if count != "" && until != "" {
+		return fmt.Errorf("%s and %s: a rule ends by COUNT or by UNTIL, not both (RFC 5545 §3.3.10)", count, until)
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -50,95 +49,6 @@ type Run struct {
 // knows the run is still open meanwhile.
 type Handler func(ctx context.Context, tx *sqlx.Tx, run Run) error
 
-// record records a run of slot and hands it to the handler, in tx: the
-// run it made, or a zero Run when the slot had one already (another
-// replica, or an earlier attempt that committed).
-func (s *Scheduler) record(ctx context.Context, tx *sqlx.Tx, st state, slot time.Time, attempt int) (Run, error) {
-	return s.recordRun(ctx, tx, Run{
-		RunID:    newRunID(),
-		SlotID:   SlotID(st.Name, slot),
-		Schedule: st.Name,
-		Slot:     slot,
-		FiredAt:  s.clock.Now(),
-		Attempt:  attempt,
-		Command:  st.Command,
-		Payload:  st.Payload,
-	})
-}
-
-// recordRun records r and hands it to the handler, in tx, leaving it open
-// when the handler says it goes on; it returns a zero Run when r's slot
-// had a run already.
-func (s *Scheduler) recordRun(ctx context.Context, tx *sqlx.Tx, r Run) (Run, error) {
-	recorded, err := s.driver.insertRuns(ctx, tx, []Run{r})
-	if err != nil || !recorded[r.SlotID] {
-		return Run{}, err
-	}
-	if err := s.callHandler(ctx, tx, r); err != nil {
-		if !errors.Is(err, ErrStillRunning) {
-			return Run{}, err
-		}
-		if err := s.driver.markRunning(ctx, tx, []string{r.RunID}); err != nil {
-			return Run{}, err
-		}
-	}
-	return r, nil
-}
-
-// Finish closes a run its handler left open (ErrStillRunning). A slot
-// buffered behind it (BufferOne) becomes due at once; a next slot whose
-// jittered time has not come stays due at that time. Finishing a
-// finished run changes nothing; an unknown run id is an error wrapping
-// ErrUnknownRun.
-func (s *Scheduler) Finish(ctx context.Context, runID string) error {
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
-		schedule, finished, found, err := s.driver.runOf(ctx, tx, runID)
-		if err == nil && !found {
-			return fmt.Errorf("%w: %q", ErrUnknownRun, runID)
-		} else if err != nil || finished {
-			return err
-		}
-		if err := s.driver.finishRun(ctx, tx, runID); err != nil {
-			return err
-		}
-		st, found, err := s.load(ctx, tx, schedule)
-		if err != nil || !found || st.Paused != 0 || st.NextSlot == 0 {
-			return err
-		}
-		// A slot has come when its due time — the slot plus its jitter —
-		// has, as firing reckons (planFor). One whose jittered time is
-		// still ahead is not buffered: its item stays due then; pulling
-		// it to now would find nothing due and move past it, losing it.
-		// A buffered slot's jittered time has come (it was fired but
-		// held back), so it becomes due now.
-		now := s.clock.Now()
-		jitter := Definition{Name: st.Name, Jitter: time.Duration(st.Jitter)}
-		if jitter.due(sqldb.DecodeTime(st.NextSlot)).After(now) {
-			return nil // nothing buffered: the next slot has not come
-		}
-		// Remove first: a re-add never brings an item forward.
-		if err := s.list.RemoveTx(ctx, tx, st.Name); err != nil {
-			return err
-		}
-		return s.list.AddTx(ctx, tx, st.Name, now)
-	})
-	if err != nil {
-		return fmt.Errorf("schedule: finish run %q: %w", runID, err)
-	}
-	return nil
-}
-
-// callHandler turns a handler's panic into an error, so a bad run is
-// retried and parked like any failure instead of taking the process down.
-func (s *Scheduler) callHandler(ctx context.Context, tx *sqlx.Tx, r Run) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("schedule: handler panicked on %s: %v", r.SlotID, p)
-		}
-	}()
-	return s.handler(ctx, tx, r)
-}
-
 // SlotID is the deterministic id of a schedule's slot: its name and the
 // slot's instant in UTC.
 func SlotID(name string, slot time.Time) string {
@@ -155,4 +65,76 @@ func newRunID() string {
 		return uuid.NewString() // no time to be had: random will do
 	}
 	return id.String()
+}
+
+// RunRecord is a recorded run of a schedule.
+type RunRecord struct {
+	RunID, SlotID, Schedule string
+	// Slot is the instant the run was planned for; FiredAt when it fired.
+	Slot, FiredAt time.Time
+	Attempt       int
+	// Manual is true for a run started by Trigger.
+	Manual bool
+	// Finished is false while a run whose handler returned
+	// ErrStillRunning waits for Finish.
+	Finished bool
+}
+
+// Outcome names how the run stands: "running" until it is finished,
+// then "fired" — or "fired (attempt n)" when earlier attempts failed and
+// were rolled back — and "triggered" for a manual run.
+func (r RunRecord) Outcome() string {
+	switch {
+	case !r.Finished:
+		return "running"
+	case r.Manual:
+		return "triggered"
+	case r.Attempt > 1:
+		return fmt.Sprintf("fired (attempt %d)", r.Attempt)
+	}
+	return "fired"
+}
+
+// SlotsSkipped reports slots a catch-up policy did not fire, published
+// (WithPublisher) after the transaction that counted them commits.
+type SlotsSkipped struct {
+	Schedule string
+	// From and To are the first and last skipped slots; Count how many
+	// there were (from From to To inclusive).
+	From, To time.Time
+	Count    int64
+	// Policy names the catch-up policy: "all", "latest-only" or "skip".
+	Policy string
+}
+
+// runRow is a run's row.
+type runRow struct {
+	SlotID   string `db:"slot_id"`
+	RunID    string `db:"run_id"`
+	Schedule string `db:"schedule"`
+	Slot     int64  `db:"slot"`
+	FiredAt  int64  `db:"fired_at"`
+	Attempt  int    `db:"attempt"`
+	Manual   int    `db:"manual"`
+	Finished int    `db:"finished"`
+}
+
+// runRecord is the run r records.
+func (r runRow) runRecord() RunRecord {
+	return RunRecord{RunID: r.RunID, SlotID: r.SlotID, Schedule: r.Schedule, Slot: sqldb.DecodeTime(r.Slot), FiredAt: sqldb.DecodeTime(r.FiredAt),
+		Attempt: r.Attempt, Manual: r.Manual != 0, Finished: r.Finished != 0}
+}
+
+// openCount is a row of a count of open runs: the schedule, and how
+// many.
+type openCount struct {
+	Schedule string `db:"schedule"`
+	N        int    `db:"n"`
+}
+
+// addOpen adds rows to the counts of open runs by schedule.
+func addOpen(open map[string]int, rows []openCount) {
+	for _, r := range rows {
+		open[r.Schedule] = r.N
+	}
 }

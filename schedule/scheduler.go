@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/jonboulle/clockwork"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
-	"github.com/passage-of-time/passage/tick"
 	"github.com/passage-of-time/passage/todolist"
 )
 
@@ -26,14 +23,11 @@ import (
 // from firing one schedule at once, and the run's slot id keeps a slot
 // from being recorded twice.
 type Scheduler struct {
-	db        *sqlx.DB
-	driver    driver
-	list      *todolist.List
-	handler   Handler
-	clock     clockwork.Clock
-	publisher tick.Publisher
-	recordTx  func(ctx context.Context, tx *sqlx.Tx, r SlotsSkipped) error
-	live      time.Duration
+	db      *sqlx.DB
+	driver  driver
+	list    *todolist.List
+	handler Handler
+	options
 
 	mu       sync.Mutex
 	declared map[string]Definition // by Sync in this process, if their text does not read back
@@ -51,9 +45,9 @@ func Open(ctx context.Context, db *sqlx.DB, handler Handler, opts ...Option) (*S
 	if handler == nil {
 		return nil, ErrNilHandler
 	}
-	s := &Scheduler{db: db, handler: handler, clock: clockwork.NewRealClock(), live: 2 * time.Minute, declared: map[string]Definition{}, specs: map[string]Spec{}}
+	s := &Scheduler{db: db, handler: handler, options: defaults(), declared: map[string]Definition{}, specs: map[string]Spec{}}
 	for _, opt := range opts {
-		if err := opt(s); err != nil {
+		if err := opt(&s.options); err != nil {
 			return nil, fmt.Errorf("schedule: open: %w", err)
 		}
 	}
@@ -67,26 +61,6 @@ func Open(ctx context.Context, db *sqlx.DB, handler Handler, opts ...Option) (*S
 	s.list = list
 	s.driver = driverFor(db)
 	return s, nil
-}
-
-// Processor returns a processor of the schedules' to-do list that fires
-// due slots; subscribe its handler to the passage of time, e.g.
-// bus.Subscribe(b, todolist.Handler[tick.MinuteHasPassed](p)). Its
-// options (batch size, attempts, backoff, time budget) apply to runs: a
-// failing run is retried with backoff and parked after the maximum
-// attempts. It is a transactional batch processor
-// ([todolist.NewTxBatchProcessor]): a batch of slots is taken, fired and
-// moved on in one transaction, so it takes no lease.
-//
-// A schedule behind with the catch-up policy tick.All fires one missed
-// slot, the oldest, each time its item is taken, and its item is then due
-// at once for the next: a processor's Process does not take an item again
-// in the same call, so a schedule N slots behind needs N calls. Call
-// Process again at the same boundary while its Result claimed anything
-// (as "ticker run" does), or a schedule behind catches up one slot a tick
-// and stays behind.
-func (s *Scheduler) Processor(opts ...todolist.ProcessorOption) (*todolist.Processor, error) {
-	return todolist.NewTxBatchProcessor(s.list, s.fireBatch, append([]todolist.ProcessorOption{todolist.WithClock(s.clock)}, opts...)...)
 }
 
 // ToDo returns the to-do list that holds each schedule's next slot.

@@ -179,38 +179,29 @@ func (portable) runOf(ctx context.Context, q sqlx.ExtContext, runID string) (str
 }
 
 func (portable) openRuns(ctx context.Context, q sqlx.ExtContext) (map[string]int, error) {
-	var rows []struct {
-		Schedule string `db:"schedule"`
-		N        int    `db:"n"`
-	}
+	var rows []openCount
 	if err := sqlx.SelectContext(ctx, q, &rows, openRuns); err != nil {
 		return nil, err
 	}
 	open := make(map[string]int, len(rows))
-	for _, r := range rows {
-		open[r.Schedule] = r.N
-	}
+	addOpen(open, rows)
 	return open, nil
 }
 
+// nameHash is a row of a read of definition hashes.
+type nameHash struct {
+	Name string `db:"name"`
+	Hash string `db:"hash"`
+}
+
 func (portable) runsOf(ctx context.Context, q sqlx.ExtContext, name string, limit int) ([]RunRecord, error) {
-	var rows []struct {
-		SlotID   string `db:"slot_id"`
-		RunID    string `db:"run_id"`
-		Schedule string `db:"schedule"`
-		Slot     int64  `db:"slot"`
-		FiredAt  int64  `db:"fired_at"`
-		Attempt  int    `db:"attempt"`
-		Manual   int    `db:"manual"`
-		Finished int    `db:"finished"`
-	}
+	var rows []runRow
 	if err := sqlx.SelectContext(ctx, q, &rows, q.Rebind(selectRuns), name, limit); err != nil {
 		return nil, err
 	}
 	out := make([]RunRecord, len(rows))
 	for i, r := range rows {
-		out[i] = RunRecord{RunID: r.RunID, SlotID: r.SlotID, Schedule: r.Schedule, Slot: sqldb.DecodeTime(r.Slot), FiredAt: sqldb.DecodeTime(r.FiredAt),
-			Attempt: r.Attempt, Manual: r.Manual != 0, Finished: r.Finished != 0}
+		out[i] = r.runRecord()
 	}
 	return out, nil
 }
@@ -236,4 +227,22 @@ func (portable) rollbackTo(ctx context.Context, tx *sqlx.Tx, name string) error 
 func (portable) release(ctx context.Context, tx *sqlx.Tx, name string) error {
 	_, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name)
 	return err
+}
+
+// move is what a firing adds to a schedule's counts, and its next slot.
+type move struct {
+	name          string
+	runs, skipped int64
+	next          int64
+}
+
+// inChunks calls f with consecutive parts of n rows, [from, to), of at
+// most size rows each.
+func inChunks(n, size int, f func(from, to int) error) error {
+	for from := 0; from < n; from += size {
+		if err := f(from, min(from+size, n)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

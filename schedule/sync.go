@@ -2,8 +2,6 @@ package schedule
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -86,16 +84,6 @@ func (s *Scheduler) Sync(ctx context.Context, defs ...Definition) (SyncResult, e
 	return res, nil
 }
 
-// hash is the identity of everything that shapes a schedule's slots and
-// runs: a change to any of it reprograms the schedule.
-func (d Definition) hash() string {
-	h := sha256.New()
-	for _, part := range []string{d.Spec.String(), d.Command, string(d.Payload), policyText(d.CatchUp), fmt.Sprint(d.MaxRuns), d.Until.UTC().Format(time.RFC3339Nano), d.Jitter.String(), d.Overlap.String()} {
-		fmt.Fprintf(h, "%d:%s;", len(part), part)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 // sync stores one definition in tx and reports "added", "changed" or
 // "unchanged".
 func (s *Scheduler) sync(ctx context.Context, tx *sqlx.Tx, d Definition) (string, error) {
@@ -118,7 +106,7 @@ func (s *Scheduler) sync(ctx context.Context, tx *sqlx.Tx, d Definition) (string
 		} else if st.NextSlot != 0 && !sqldb.DecodeTime(st.NextSlot).After(s.clock.Now()) {
 			// The old definition's slot had come but not fired yet; the
 			// new one counts from now, so that slot is skipped: say so.
-			if err := s.driver.recordFired(ctx, tx, []fired{{name: d.Name, skipped: 1, next: st.NextSlot}}); err != nil {
+			if err := s.driver.recordFired(ctx, tx, []move{{name: d.Name, skipped: 1, next: st.NextSlot}}); err != nil {
 				return "", err
 			}
 		}
