@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/jmoiron/sqlx"
-
-	"github.com/passage-of-time/passage/internal/sqldb"
 )
 
 // driver is one database's statements for the store. The logic (append,
@@ -62,15 +60,6 @@ type eventRow struct {
 	version int64
 	typ     string
 	data    string
-}
-
-// newDriver picks db's driver, once, when the store opens. A third
-// database is a new pair of driver files and a line here.
-func newDriver(db *sqlx.DB) driver {
-	if sqldb.DialectOf(db) == sqldb.Postgres {
-		return postgresDriver{}
-	}
-	return sqliteDriver{}
 }
 
 // scanVersions reads the (stream, version) rows of driver.versions.

@@ -7,8 +7,6 @@ import (
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
-
-	"github.com/passage-of-time/passage/internal/sqldb"
 )
 
 // driver is one database's storage of the outbox. The outbox and its
@@ -18,20 +16,20 @@ import (
 // contract. Records are ordered by (tx, id) (see the package
 // documentation); a position is such a pair.
 type driver interface {
-	// write stores r in ext, the deciding transaction, at the instant at;
-	// a key stored already is left as it was.
-	write(ctx context.Context, ext sqlx.ExtContext, r Record, at int64) error
-	// pending returns, in (tx, id) order, up to limit records after from
+	// write stores a record in ext, the deciding transaction, at the
+	// instant at; a key stored already is left as it was.
+	write(ctx context.Context, ext sqlx.ExtContext, key, stream, typ string, body []byte, at int64) error
+	// records returns, in (tx, id) order, up to limit records after from
 	// whose stream's checkpoint for sink does not pass them, written by
 	// transactions none of which can still be running: a record that
-	// commits later must come after every position pending returned.
-	pending(ctx context.Context, sink string, from position, limit int) ([]recordRow, error)
+	// commits later must come after every position records returned.
+	records(ctx context.Context, sink string, from position, limit int) ([]recordRow, error)
 	// checkpoint returns sink's checkpoint, the zero position for none.
 	checkpoint(ctx context.Context, sink string) (position, error)
 	// advance moves the checkpoint of sink's stream ("" for the sink's
 	// own) to to, never back.
 	advance(ctx context.Context, sink, stream string, to position) error
-	// backlog counts what pending would return after from without the
+	// backlog counts what records would return after from without the
 	// horizon and the limit, and the oldest of them's recorded_at (0 for
 	// none).
 	backlog(ctx context.Context, sink string, from position) (count int, oldest int64, err error)
@@ -63,19 +61,10 @@ type parkedRow struct {
 	LastError string `db:"last_error"`
 }
 
-// newDriver picks db's driver, once, when the outbox opens. A third
-// database is a new pair of driver files and a line here.
-func newDriver(db *sqlx.DB) driver {
-	if sqldb.DialectOf(db) == sqldb.Postgres {
-		return &sqlDriver{db: db, q: postgresStatements}
-	}
-	return &sqlDriver{db: db, q: sqliteStatements}
-}
-
 // statements are one database's SQL for sqlDriver.
 type statements struct {
 	write, parked                 string
-	pending, checkpoint, attempts string
+	records, checkpoint, attempts string
 	advance, refused, delivered   string
 	backlog, waiting              string
 }
@@ -88,14 +77,14 @@ type sqlDriver struct {
 	q  statements
 }
 
-func (d *sqlDriver) write(ctx context.Context, ext sqlx.ExtContext, r Record, at int64) error {
-	_, err := ext.ExecContext(ctx, d.q.write, r.Key, r.Stream, r.Type, r.Body, at)
+func (d *sqlDriver) write(ctx context.Context, ext sqlx.ExtContext, key, stream, typ string, body []byte, at int64) error {
+	_, err := ext.ExecContext(ctx, d.q.write, key, stream, typ, body, at)
 	return err
 }
 
-func (d *sqlDriver) pending(ctx context.Context, sink string, from position, limit int) ([]recordRow, error) {
+func (d *sqlDriver) records(ctx context.Context, sink string, from position, limit int) ([]recordRow, error) {
 	var rows []recordRow
-	err := d.db.SelectContext(ctx, &rows, d.q.pending, sink, from.Tx, from.ID, limit)
+	err := d.db.SelectContext(ctx, &rows, d.q.records, sink, from.Tx, from.ID, limit)
 	return rows, err
 }
 
@@ -164,17 +153,17 @@ ON CONFLICT (key) DO NOTHING`,
 		parked: `SELECT ` + recordColumns + `, a.sink, a.attempts, a.last_error
 FROM outbox_attempts a JOIN outbox_records r ON r.id = a.record
 WHERE a.parked = 1 AND (? = '' OR a.sink = ?) ORDER BY r.tx, r.id, a.sink`,
-		// pending reads a page of the records after the sink's checkpoint
+		// records reads a page of the records after the sink's checkpoint
 		// (tx, id) that no stream checkpoint passed: sink, tx, id, the
 		// horizon's condition, limit.
-		pending: `SELECT ` + recordColumns + `
+		records: `SELECT ` + recordColumns + `
 FROM outbox_records r
 LEFT JOIN outbox_checkpoints c ON c.sink = ? AND c.stream = r.stream
 WHERE (r.tx, r.id) > (?, ?) AND %s
 	AND (c.sink IS NULL OR (r.tx, r.id) > (c.tx, c.id))
 ORDER BY r.tx, r.id LIMIT ?`,
 		checkpoint: `SELECT tx, id FROM outbox_checkpoints WHERE sink = ? AND stream = ''`,
-		attempts:   `SELECT record, attempts, next_at, parked FROM outbox_attempts WHERE sink = ? AND parked = 0`,
+		attempts:   `SELECT record, attempts, next_at FROM outbox_attempts WHERE sink = ? AND parked = 0`,
 		// advance moves a checkpoint forward, never back: two relays of
 		// one sink deliver some records twice but skip none.
 		advance: `INSERT INTO outbox_checkpoints (sink, stream, tx, id) VALUES (?, ?, ?, ?)
@@ -184,7 +173,7 @@ WHERE (excluded.tx, excluded.id) > (outbox_checkpoints.tx, outbox_checkpoints.id
 ON CONFLICT (sink, record) DO UPDATE SET attempts = excluded.attempts, next_at = excluded.next_at,
 	last_error = excluded.last_error, parked = excluded.parked`,
 		delivered: `DELETE FROM outbox_attempts WHERE sink = ? AND record = ?`,
-		// backlog counts what pending would read without the horizon and
+		// backlog counts what records would read without the horizon and
 		// the limit: sink, tx, id.
 		backlog: `SELECT COUNT(*), COALESCE(MIN(r.recorded_at), 0)
 FROM outbox_records r
@@ -192,14 +181,32 @@ LEFT JOIN outbox_checkpoints c ON c.sink = ? AND c.stream = r.stream
 WHERE (r.tx, r.id) > (?, ?) AND (c.sink IS NULL OR (r.tx, r.id) > (c.tx, c.id))`,
 		waiting: `SELECT COUNT(*) FROM outbox_attempts WHERE sink = ? AND parked = 0`,
 	}
-	q.pending = fmt.Sprintf(q.pending, horizon)
+	q.records = fmt.Sprintf(q.records, horizon)
 	return q
 }
 
 // rebind turns the statements' ? placeholders into bindType's.
 func (q statements) rebind(bindType int) statements {
-	for _, s := range []*string{&q.write, &q.parked, &q.pending, &q.checkpoint, &q.attempts, &q.advance, &q.refused, &q.delivered, &q.backlog, &q.waiting} {
+	for _, s := range []*string{&q.write, &q.parked, &q.records, &q.checkpoint, &q.attempts, &q.advance, &q.refused, &q.delivered, &q.backlog, &q.waiting} {
 		*s = sqlx.Rebind(bindType, *s)
 	}
 	return q
+}
+
+// recordRow is a record as read back.
+type recordRow struct {
+	Position   int64  `db:"id"`
+	Tx         int64  `db:"tx"`
+	Key        string `db:"key"`
+	Stream     string `db:"stream"`
+	Type       string `db:"type"`
+	Body       []byte `db:"body"`
+	RecordedAt int64  `db:"recorded_at"`
+}
+
+// retryRow is a refusal as stored.
+type retryRow struct {
+	Position int64 `db:"record"` // the record's id
+	Attempts int   `db:"attempts"`
+	NextAt   int64 `db:"next_at"`
 }

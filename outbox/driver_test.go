@@ -37,7 +37,7 @@ func TestDriverConformance(t *testing.T) {
 				require.NoError(t, err)
 				defer func() { _ = tx.Rollback() }()
 				for _, k := range keys {
-					require.NoError(t, d.write(ctx, tx, Record{Key: k, Stream: "s-" + k[:1], Type: "t", Body: []byte(k)}, 5))
+					require.NoError(t, d.write(ctx, tx, k, "s-"+k[:1], "t", []byte(k), 5))
 				}
 				require.NoError(t, tx.Commit())
 			}
@@ -52,7 +52,7 @@ func TestDriverConformance(t *testing.T) {
 				t.Helper()
 				from, err := d.checkpoint(ctx, sink)
 				require.NoError(t, err)
-				rows, err := d.pending(ctx, sink, from, limit)
+				rows, err := d.records(ctx, sink, from, limit)
 				require.NoError(t, err)
 				return rows
 			}
@@ -94,7 +94,7 @@ func TestDriverConformance(t *testing.T) {
 				require.NoError(t, d.refused(ctx, "r", rows[1].Position, 3, 78, "never", true))
 				retries, err := d.retries(ctx, "r")
 				require.NoError(t, err)
-				require.Equal(t, []retryRow{{Record: rows[0].Position, Attempts: 1, NextAt: 77}}, retries)
+				require.Equal(t, []retryRow{{Position: rows[0].Position, Attempts: 1, NextAt: 77}}, retries)
 				n, err := d.waiting(ctx, "r")
 				require.NoError(t, err)
 				require.Equal(t, 1, n)
@@ -120,7 +120,7 @@ func TestDriverConformance(t *testing.T) {
 				late, err := db.BeginTxx(ctx, nil)
 				require.NoError(t, err)
 				defer func() { _ = late.Rollback() }()
-				require.NoError(t, d.write(ctx, late, Record{Key: "l-late", Stream: "l", Type: "t", Body: []byte("late")}, 5))
+				require.NoError(t, d.write(ctx, late, "l-late", "l", "t", []byte("late"), 5))
 				if writersOverlap {
 					write(other, "m-early") // commits first, with a higher id
 				}

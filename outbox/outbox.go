@@ -90,7 +90,7 @@ func (o *Outbox) WriteTx(ctx context.Context, ext sqlx.ExtContext, records ...Re
 		if err := r.check(); err != nil {
 			return err
 		}
-		if err := o.d.write(ctx, ext, r, at); err != nil {
+		if err := o.d.write(ctx, ext, r.Key, r.Stream, r.Type, r.Body, at); err != nil {
 			return fmt.Errorf("outbox: write %q: %w", r.Key, err)
 		}
 	}
@@ -142,20 +142,18 @@ func (o *Outbox) Parked(ctx context.Context, sink string) ([]Parked, error) {
 	return out, nil
 }
 
-// recordRow is a record as read back.
-type recordRow struct {
-	Position   int64  `db:"id"`
-	Tx         int64  `db:"tx"`
-	Key        string `db:"key"`
-	Stream     string `db:"stream"`
-	Type       string `db:"type"`
-	Body       []byte `db:"body"`
-	RecordedAt int64  `db:"recorded_at"`
-}
-
 func (r recordRow) message(attempt int) Message {
 	return Message{
 		Record:   Record{Stream: r.Stream, Key: r.Key, Type: r.Type, Body: r.Body},
 		Position: r.Position, RecordedAt: sqldb.DecodeTime(r.RecordedAt), Attempt: attempt,
 	}
+}
+
+// newDriver picks db's driver, once, when the outbox opens. A third
+// database is a new pair of driver files and a line here.
+func newDriver(db *sqlx.DB) driver {
+	if sqldb.DialectOf(db) == sqldb.Postgres {
+		return &sqlDriver{db: db, q: postgresStatements}
+	}
+	return &sqlDriver{db: db, q: sqliteStatements}
 }

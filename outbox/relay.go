@@ -284,7 +284,7 @@ func (r *Relay) pass(ctx context.Context) (PassResult, error) {
 	if err != nil {
 		return res, err
 	}
-	rows, err := o.d.pending(ctx, r.sink, from, r.page)
+	rows, err := o.d.records(ctx, r.sink, from, r.page)
 	if err != nil {
 		return res, fmt.Errorf("read the records after (%d, %d): %w", from.Tx, from.ID, err)
 	}
@@ -355,14 +355,6 @@ func (r *Relay) pass(ctx context.Context) (PassResult, error) {
 	return res, nil
 }
 
-// retryRow is a refusal as stored.
-type retryRow struct {
-	Record   int64 `db:"record"`
-	Attempts int   `db:"attempts"`
-	NextAt   int64 `db:"next_at"`
-	Parked   int   `db:"parked"`
-}
-
 // retries reads the sink's refusals of records still in delivery.
 func (r *Relay) retries(ctx context.Context) (map[int64]retryRow, error) {
 	rows, err := r.outbox.d.retries(ctx, r.sink)
@@ -371,7 +363,7 @@ func (r *Relay) retries(ctx context.Context) (map[int64]retryRow, error) {
 	}
 	out := make(map[int64]retryRow, len(rows))
 	for _, a := range rows {
-		out[a.Record] = a
+		out[a.Position] = a
 	}
 	return out, nil
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 
 	"github.com/jmoiron/sqlx"
-
-	"github.com/passage-of-time/passage/internal/sqldb"
 )
 
 // driver is one database's storage of the cursors and the lease, for
@@ -47,15 +45,6 @@ type leaseRow struct {
 	Holder  string `db:"holder"`
 	Term    int64  `db:"term"`
 	Expires int64  `db:"expires_at"`
-}
-
-// newDriver picks db's driver, once, when the store opens. A third
-// database is a new pair of driver files and a line here.
-func newDriver(db *sqlx.DB) driver {
-	if sqldb.DialectOf(db) == sqldb.Postgres {
-		return &sqlDriver{db: db, q: postgresStatements}
-	}
-	return &sqlDriver{db: db, q: sqliteStatements}
 }
 
 // leaseName keys the single lease row; the column leaves room for several

@@ -137,3 +137,12 @@ func (r leaseRow) lease() Lease {
 	}
 	return Lease{Holder: r.Holder, Term: r.Term, Expires: sqldb.DecodeTime(r.Expires)}
 }
+
+// newDriver picks db's driver, once, when the store opens. A third
+// database is a new pair of driver files and a line here.
+func newDriver(db *sqlx.DB) driver {
+	if sqldb.DialectOf(db) == sqldb.Postgres {
+		return &sqlDriver{db: db, q: postgresStatements}
+	}
+	return &sqlDriver{db: db, q: sqliteStatements}
+}
