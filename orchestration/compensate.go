@@ -9,10 +9,3 @@ func Compensate(ctx Context, name string, fn func(context.Context) error) {
 	x := ctx.execution()
 	x.compensations = append(x.compensations, compensation{name, fn})
 }
-
-// compensation is one registered undo, run by name when the instance
-// fails or is cancelled.
-type compensation struct {
-	name string
-	fn   func(context.Context) error
-}

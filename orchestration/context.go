@@ -198,3 +198,10 @@ func (x *execution) mustFlushBeforeSideEffect() bool {
 	}
 	return false
 }
+
+// compensation is one registered undo, run by name when the instance
+// fails or is cancelled.
+type compensation struct {
+	name string
+	fn   func(context.Context) error
+}
