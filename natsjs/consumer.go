@@ -84,6 +84,10 @@ func NewConsumer(js jetstream.JetStream, prefix, durable string, local tick.Publ
 // a goroutine of its own. It returns at once; its errors are those of the
 // server's answers (no stream, an unreachable server). ctx's values reach
 // the handlers; stop the consumer with Stop, not by cancelling ctx.
+// Through a server restart or a lost connection the consumer waits and
+// goes on once the client has reconnected; a connection closed for good
+// ends it (logged), and a new Consumer on a new connection takes over
+// under the same durable name.
 func (c *Consumer) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -253,3 +253,39 @@ func TestEventsOutRefuseBadInputAtStart(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, v)
 }
+
+// An append that commits after a later one was published, with the lower
+// position (PostgreSQL assigns positions at insert): the relay waits for
+// it rather than moving its checkpoint past it, and publishes both.
+// SQLite has one writer at a time, so its positions follow commit order.
+func TestAnEventThatCommitsLateIsNotSkipped(t *testing.T) {
+	t.Parallel()
+	backend := sqldbtest.Backend{Name: "postgres", Open: sqldbtest.Postgres}
+	e := newEventsOut(t, backend)
+	ctx := context.Background()
+
+	late, err := e.db.BeginTxx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = late.Rollback() }()
+	_, err = e.store.AppendTx(ctx, late, "order-a", eventstore.Any, OrderPlaced{Order: "order-a"})
+	require.NoError(t, err)
+	_, err = e.store.Append(ctx, "order-b", eventstore.Any, OrderPlaced{Order: "order-b"})
+	require.NoError(t, err)
+
+	r := e.relay(t, e.sink.Deliver)
+	for range 3 {
+		_, err := r.Pass(ctx)
+		require.NoError(t, err)
+	}
+	require.Zero(t, e.count(t), "order-b waits for the transaction that may still add an event before it")
+	require.NoError(t, late.Commit())
+	waitUntil(t, "both events are published", func() bool {
+		_, err := r.Pass(ctx)
+		require.NoError(t, err)
+		return e.count(t) >= 2
+	})
+	got, total, badIDs := e.published(t)
+	require.Equal(t, 2, total)
+	require.Empty(t, badIDs)
+	require.Equal(t, map[string][]int64{"order-a": {1}, "order-b": {1}}, got)
+}
