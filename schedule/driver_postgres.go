@@ -57,40 +57,23 @@ func (d postgresDriver) lockSchedule(ctx context.Context, tx *sqlx.Tx, name stri
 }
 
 func (postgresDriver) schedulesOf(ctx context.Context, q sqlx.ExtContext, names []string) (map[string]state, error) {
-	states := make(map[string]state, len(names))
-	err := inChunks(len(names), postgresChunk, func(from, to int) error {
-		var rows []state
-		err := sqlx.SelectContext(ctx, q, &rows, selectSchedulesOf, names[from:to])
-		for _, st := range rows {
-			states[st.Name] = st
-		}
-		return err
-	})
-	return states, err
+	rows, err := selectInChunks[string, state](ctx, q, names, postgresChunk, array(selectSchedulesOf))
+	return statesByName(rows), err
 }
 
 func (postgresDriver) hashesOf(ctx context.Context, q sqlx.ExtContext, names []string) (map[string]string, error) {
-	hashes := make(map[string]string, len(names))
-	err := inChunks(len(names), postgresChunk, func(from, to int) error {
-		var rows []nameHash
-		err := sqlx.SelectContext(ctx, q, &rows, selectHashesOf, names[from:to])
-		for _, r := range rows {
-			hashes[r.Name] = r.Hash
-		}
-		return err
-	})
-	return hashes, err
+	rows, err := selectInChunks[string, nameHash](ctx, q, names, postgresChunk, array(selectHashesOf))
+	return hashesByName(rows), err
 }
 
 func (postgresDriver) insertSchedules(ctx context.Context, q sqlx.ExtContext, rows []state) ([]string, error) {
-	var inserted []string
-	err := inChunks(len(rows), postgresInsertChunk, func(from, to int) error {
+	return selectInChunks[state, string](ctx, q, rows, postgresInsertChunk, func(part []state) (string, []any) {
 		var cols struct {
 			names, specs, hashes, commands, catchUps, overlaps []string
 			payloads                                           [][]byte
 			maxRuns, until, next, jitter                       []int64
 		}
-		for _, row := range rows[from:to] {
+		for _, row := range part {
 			cols.names = append(cols.names, row.Name)
 			cols.specs = append(cols.specs, row.Spec)
 			cols.hashes = append(cols.hashes, row.Hash)
@@ -103,37 +86,29 @@ func (postgresDriver) insertSchedules(ctx context.Context, q sqlx.ExtContext, ro
 			cols.jitter = append(cols.jitter, row.Jitter)
 			cols.overlaps = append(cols.overlaps, row.Overlap)
 		}
-		var names []string
-		err := sqlx.SelectContext(ctx, q, &names, insertSchedulesUnnest,
-			cols.names, cols.specs, cols.hashes, cols.commands, cols.payloads, cols.catchUps, cols.maxRuns, cols.until, cols.next, cols.jitter, cols.overlaps)
-		inserted = append(inserted, names...)
-		return err
+		return insertSchedulesUnnest, []any{cols.names, cols.specs, cols.hashes, cols.commands, cols.payloads, cols.catchUps, cols.maxRuns, cols.until, cols.next, cols.jitter, cols.overlaps}
 	})
-	return inserted, err
 }
 
 func (postgresDriver) recordFired(ctx context.Context, q sqlx.ExtContext, moves []move) error {
-	return inChunks(len(moves), postgresChunk, func(from, to int) error {
-		part := moves[from:to]
+	return execInChunks(ctx, q, moves, postgresChunk, func(part []move) (string, []any) {
 		names := make([]string, len(part))
 		runs, skipped, next := make([]int64, len(part)), make([]int64, len(part)), make([]int64, len(part))
 		for i, m := range part {
 			names[i], runs[i], skipped[i], next[i] = m.name, m.runs, m.skipped, m.next
 		}
-		_, err := q.ExecContext(ctx, recordFiredUnnest, names, runs, skipped, next)
-		return err
+		return recordFiredUnnest, []any{names, runs, skipped, next}
 	})
 }
 
 func (postgresDriver) insertRuns(ctx context.Context, q sqlx.ExtContext, runs []Run) (map[string]bool, error) {
-	recorded := make(map[string]bool, len(runs))
-	err := inChunks(len(runs), postgresChunk, func(from, to int) error {
+	ids, err := selectInChunks[Run, string](ctx, q, runs, postgresChunk, func(part []Run) (string, []any) {
 		var cols struct {
 			slotIDs, runIDs, names []string
 			slots, firedAt         []int64
 			attempts, manual       []int32
 		}
-		for _, r := range runs[from:to] {
+		for _, r := range part {
 			cols.slotIDs = append(cols.slotIDs, r.SlotID)
 			cols.runIDs = append(cols.runIDs, r.RunID)
 			cols.names = append(cols.names, r.Schedule)
@@ -142,30 +117,21 @@ func (postgresDriver) insertRuns(ctx context.Context, q sqlx.ExtContext, runs []
 			cols.attempts = append(cols.attempts, int32(r.Attempt))
 			cols.manual = append(cols.manual, int32(manualFlag(r)))
 		}
-		var ids []string
-		err := sqlx.SelectContext(ctx, q, &ids, insertRunsUnnest, cols.slotIDs, cols.runIDs, cols.names, cols.slots, cols.firedAt, cols.attempts, cols.manual)
-		for _, id := range ids {
-			recorded[id] = true
-		}
-		return err
+		return insertRunsUnnest, []any{cols.slotIDs, cols.runIDs, cols.names, cols.slots, cols.firedAt, cols.attempts, cols.manual}
 	})
-	return recorded, err
+	return setOf(ids), err
 }
 
 func (postgresDriver) markRunning(ctx context.Context, q sqlx.ExtContext, runIDs []string) error {
-	return inChunks(len(runIDs), postgresChunk, func(from, to int) error {
-		_, err := q.ExecContext(ctx, markRunningAny, runIDs[from:to])
-		return err
-	})
+	return execInChunks(ctx, q, runIDs, postgresChunk, array(markRunningAny))
 }
 
 func (postgresDriver) openRunsOf(ctx context.Context, q sqlx.ExtContext, names []string) (map[string]int, error) {
-	open := map[string]int{}
-	err := inChunks(len(names), postgresChunk, func(from, to int) error {
-		var rows []openCount
-		err := sqlx.SelectContext(ctx, q, &rows, unfinishedOf, names[from:to])
-		addOpen(open, rows)
-		return err
-	})
-	return open, err
+	rows, err := selectInChunks[string, openCount](ctx, q, names, postgresChunk, array(unfinishedOf))
+	return openByName(rows), err
+}
+
+// array gives a statement that takes a chunk's keys as one array, $1.
+func array(query string) func(part []string) (string, []any) {
+	return func(part []string) (string, []any) { return query, []any{part} }
 }

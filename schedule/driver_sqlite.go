@@ -35,95 +35,65 @@ func (d sqliteDriver) lockSchedule(ctx context.Context, tx *sqlx.Tx, name string
 }
 
 func (sqliteDriver) schedulesOf(ctx context.Context, q sqlx.ExtContext, names []string) (map[string]state, error) {
-	states := make(map[string]state, len(names))
-	err := inChunks(len(names), sqliteChunk, func(from, to int) error {
-		var rows []state
-		err := sqlx.SelectContext(ctx, q, &rows, selectSchedulesIn+`(`+placeholders(to-from, "?")+`)`, anys(names[from:to])...)
-		for _, st := range rows {
-			states[st.Name] = st
-		}
-		return err
-	})
-	return states, err
+	rows, err := selectInChunks[string, state](ctx, q, names, sqliteChunk, inList(selectSchedulesIn, ""))
+	return statesByName(rows), err
 }
 
 func (sqliteDriver) hashesOf(ctx context.Context, q sqlx.ExtContext, names []string) (map[string]string, error) {
-	hashes := make(map[string]string, len(names))
-	err := inChunks(len(names), sqliteChunk, func(from, to int) error {
-		var rows []nameHash
-		err := sqlx.SelectContext(ctx, q, &rows, selectHashesIn+`(`+placeholders(to-from, "?")+`)`, anys(names[from:to])...)
-		for _, r := range rows {
-			hashes[r.Name] = r.Hash
-		}
-		return err
-	})
-	return hashes, err
+	rows, err := selectInChunks[string, nameHash](ctx, q, names, sqliteChunk, inList(selectHashesIn, ""))
+	return hashesByName(rows), err
 }
 
 func (sqliteDriver) insertSchedules(ctx context.Context, q sqlx.ExtContext, rows []state) ([]string, error) {
-	var inserted []string
-	err := inChunks(len(rows), sqliteChunk, func(from, to int) error {
-		args := make([]any, 0, 11*(to-from))
-		for _, row := range rows[from:to] {
+	return selectInChunks[state, string](ctx, q, rows, sqliteChunk, func(part []state) (string, []any) {
+		args := make([]any, 0, 11*len(part))
+		for _, row := range part {
 			args = append(append(args, row.Name), definitionArgs(row)...)
 		}
-		var names []string
-		err := sqlx.SelectContext(ctx, q, &names, insertSchedules+placeholders(to-from, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (name) DO NOTHING RETURNING name`, args...)
-		inserted = append(inserted, names...)
-		return err
+		return insertSchedules + placeholders(len(part), "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)") + ` ON CONFLICT (name) DO NOTHING RETURNING name`, args
 	})
-	return inserted, err
 }
 
 // recordFired updates from a list of rows; a row of VALUES is named
 // column1, column2, … by SQLite.
 func (sqliteDriver) recordFired(ctx context.Context, q sqlx.ExtContext, moves []move) error {
-	return inChunks(len(moves), sqliteChunk, func(from, to int) error {
-		args := make([]any, 0, 4*(to-from))
-		for _, m := range moves[from:to] {
+	return execInChunks(ctx, q, moves, sqliteChunk, func(part []move) (string, []any) {
+		args := make([]any, 0, 4*len(part))
+		for _, m := range part {
 			args = append(args, m.name, m.runs, m.skipped, m.next)
 		}
-		_, err := q.ExecContext(ctx, `UPDATE schedule_schedules
+		return `UPDATE schedule_schedules
 SET runs = runs + f.column2, skipped = skipped + f.column3, next_slot = f.column4
-FROM (VALUES `+placeholders(to-from, "(?, ?, ?, ?)")+`) AS f
-WHERE schedule_schedules.name = f.column1`, args...)
-		return err
+FROM (VALUES ` + placeholders(len(part), "(?, ?, ?, ?)") + `) AS f
+WHERE schedule_schedules.name = f.column1`, args
 	})
 }
 
 func (sqliteDriver) insertRuns(ctx context.Context, q sqlx.ExtContext, runs []Run) (map[string]bool, error) {
-	recorded := make(map[string]bool, len(runs))
-	err := inChunks(len(runs), sqliteChunk, func(from, to int) error {
-		args := make([]any, 0, 7*(to-from))
-		for _, r := range runs[from:to] {
+	ids, err := selectInChunks[Run, string](ctx, q, runs, sqliteChunk, func(part []Run) (string, []any) {
+		args := make([]any, 0, 7*len(part))
+		for _, r := range part {
 			args = append(args, r.SlotID, r.RunID, r.Schedule, sqldb.EncodeTime(r.Slot), sqldb.EncodeTime(r.FiredAt), r.Attempt, manualFlag(r))
 		}
-		var ids []string
-		err := sqlx.SelectContext(ctx, q, &ids, insertRuns+placeholders(to-from, "(?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (slot_id) DO NOTHING RETURNING slot_id`, args...)
-		for _, id := range ids {
-			recorded[id] = true
-		}
-		return err
+		return insertRuns + placeholders(len(part), "(?, ?, ?, ?, ?, ?, ?)") + ` ON CONFLICT (slot_id) DO NOTHING RETURNING slot_id`, args
 	})
-	return recorded, err
+	return setOf(ids), err
 }
 
 func (sqliteDriver) markRunning(ctx context.Context, q sqlx.ExtContext, runIDs []string) error {
-	return inChunks(len(runIDs), sqliteChunk, func(from, to int) error {
-		_, err := q.ExecContext(ctx, markRunningIn+`(`+placeholders(to-from, "?")+`)`, anys(runIDs[from:to])...)
-		return err
-	})
+	return execInChunks(ctx, q, runIDs, sqliteChunk, inList(markRunningIn, ""))
 }
 
 func (sqliteDriver) openRunsOf(ctx context.Context, q sqlx.ExtContext, names []string) (map[string]int, error) {
-	open := map[string]int{}
-	err := inChunks(len(names), sqliteChunk, func(from, to int) error {
-		var rows []openCount
-		err := sqlx.SelectContext(ctx, q, &rows, unfinishedIn+`(`+placeholders(to-from, "?")+`) GROUP BY schedule`, anys(names[from:to])...)
-		addOpen(open, rows)
-		return err
-	})
-	return open, err
+	rows, err := selectInChunks[string, openCount](ctx, q, names, sqliteChunk, inList(unfinishedIn, " GROUP BY schedule"))
+	return openByName(rows), err
+}
+
+// inList completes a statement with a list of a chunk's keys, prefix (…) suffix.
+func inList(prefix, suffix string) func(part []string) (string, []any) {
+	return func(part []string) (string, []any) {
+		return prefix + "(" + placeholders(len(part), "?") + ")" + suffix, anys(part)
+	}
 }
 
 // manualFlag is a run's manual column: 1 for a run started by Trigger.

@@ -132,9 +132,11 @@ type openCount struct {
 	N        int    `db:"n"`
 }
 
-// addOpen adds rows to the counts of open runs by schedule.
-func addOpen(open map[string]int, rows []openCount) {
+// openByName keys counts of open runs by schedule.
+func openByName(rows []openCount) map[string]int {
+	out := make(map[string]int, len(rows))
 	for _, r := range rows {
-		open[r.Schedule] = r.N
+		out[r.Schedule] = r.N
 	}
+	return out
 }

@@ -183,9 +183,7 @@ func (portable) openRuns(ctx context.Context, q sqlx.ExtContext) (map[string]int
 	if err := sqlx.SelectContext(ctx, q, &rows, openRuns); err != nil {
 		return nil, err
 	}
-	open := make(map[string]int, len(rows))
-	addOpen(open, rows)
-	return open, nil
+	return openByName(rows), nil
 }
 
 // nameHash is a row of a read of definition hashes.
@@ -245,4 +243,55 @@ func inChunks(n, size int, f func(from, to int) error) error {
 		}
 	}
 	return nil
+}
+
+// selectInChunks reads the rows of type T that a statement selects for
+// rows, one statement a chunk of at most size rows; stmt gives a chunk's
+// statement and its arguments.
+func selectInChunks[R, T any](ctx context.Context, q sqlx.ExtContext, rows []R, size int, stmt func(part []R) (string, []any)) ([]T, error) {
+	var out []T
+	err := inChunks(len(rows), size, func(from, to int) error {
+		query, args := stmt(rows[from:to])
+		var got []T
+		err := sqlx.SelectContext(ctx, q, &got, query, args...)
+		out = append(out, got...)
+		return err
+	})
+	return out, err
+}
+
+// execInChunks runs a statement for rows, one a chunk of at most size
+// rows; stmt gives a chunk's statement and its arguments.
+func execInChunks[R any](ctx context.Context, q sqlx.ExtContext, rows []R, size int, stmt func(part []R) (string, []any)) error {
+	return inChunks(len(rows), size, func(from, to int) error {
+		query, args := stmt(rows[from:to])
+		_, err := q.ExecContext(ctx, query, args...)
+		return err
+	})
+}
+
+// statesByName, hashesByName and setOf key what the set-wise reads
+// return.
+func statesByName(rows []state) map[string]state {
+	out := make(map[string]state, len(rows))
+	for _, st := range rows {
+		out[st.Name] = st
+	}
+	return out
+}
+
+func hashesByName(rows []nameHash) map[string]string {
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.Name] = r.Hash
+	}
+	return out
+}
+
+func setOf(ids []string) map[string]bool {
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out
 }
