@@ -160,8 +160,13 @@ func (c *Consumer) loop(ctx context.Context, iter jetstream.MessagesContext, don
 	for {
 		msg, err := iter.Next()
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-			if errors.Is(err, jetstream.ErrConnectionClosed) {
-				c.cfg.logger.Error("natsjs: consumer ended: its connection was closed", "consumer", c.durable, "error", err)
+			c.mu.Lock()
+			stopped := !c.running
+			c.mu.Unlock()
+			if !stopped {
+				// Not Stop: the connection was closed, or the durable
+				// consumer deleted on the server.
+				c.cfg.logger.Error("natsjs: consumer ended", "consumer", c.durable, "error", err)
 			}
 			return
 		}
