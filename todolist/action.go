@@ -88,7 +88,8 @@ func (a perItem) work(ctx context.Context, p *Processor, batch []claimed, done b
 			stopped = true
 			break
 		}
-		if !done.lease.mayStart(p.cfg.clock.Now()) {
+		now := p.cfg.clock.Now()
+		if !done.lease.mayStart(now) {
 			// The lease is lost, or too short for an action to finish
 			// within it if renewals fail from now on: another processor
 			// may take the rest soon, or already has. They are released
@@ -100,9 +101,10 @@ func (a perItem) work(ctx context.Context, p *Processor, batch []claimed, done b
 			stopped = true
 			break
 		}
+		p.list.ins.late(ctx, it.Due, now)
 		actErr := a.run(ctx, p.list.name, it.Item)
 		if actErr == nil {
-			p.succeeded(&done, it, res)
+			p.succeeded(ctx, &done, it, res)
 		}
 		if ctx.Err() != nil {
 			// A failure most likely came from the cancellation; counting

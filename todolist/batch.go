@@ -78,7 +78,8 @@ func (a perBatch) work(ctx context.Context, p *Processor, batch []claimed, done 
 	if ctx.Err() != nil {
 		return done, false, p.abandon(ctx, done, res, context.Cause(ctx))
 	}
-	if !done.lease.mayStart(p.cfg.clock.Now()) {
+	now := p.cfg.clock.Now()
+	if !done.lease.mayStart(now) {
 		// As work does for its next item: less than a third of the lease
 		// left, so the batch is released for the next tick.
 		if err := p.release(ctx, done.token, nil, batch, res); err != nil {
@@ -86,10 +87,11 @@ func (a perBatch) work(ctx context.Context, p *Processor, batch []claimed, done 
 		}
 		return done, true, nil
 	}
+	p.lateBatch(ctx, batch, now)
 	outcomes, _ := decideBatch(ctx, p.list.name, batch, nil, a)
 	for i, it := range batch {
 		if outcomes[i] == nil {
-			p.succeeded(&done, it, res)
+			p.succeeded(ctx, &done, it, res)
 		}
 	}
 	if ctx.Err() != nil {

@@ -31,7 +31,11 @@ func (l *List) AddMany(ctx context.Context, items []NewItem) error {
 	if len(rows.ids) <= l.chunkSize() {
 		// One statement is atomic on its own: no transaction's round
 		// trips are needed.
-		return l.execMany(ctx, l.db, rows)
+		if err := l.execMany(ctx, l.db, rows); err != nil {
+			return err
+		}
+		l.added(ctx, rows)
+		return nil
 	}
 	tx, err := l.db.BeginTxx(ctx, nil)
 	if err != nil {
@@ -44,6 +48,7 @@ func (l *List) AddMany(ctx context.Context, items []NewItem) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("todolist: add %d items to %q: commit: %w", len(items), l.name, err)
 	}
+	l.added(ctx, rows)
 	return nil
 }
 
@@ -80,7 +85,16 @@ func (l *List) AddManyTx(ctx context.Context, ext sqlx.ExtContext, items []NewIt
 	for _, id := range rows.ids {
 		touch(ctx, l.name, id)
 	}
-	return l.execMany(ctx, ext, rows)
+	if err := l.execMany(ctx, ext, rows); err != nil {
+		return err
+	}
+	l.added(ctx, rows)
+	return nil
+}
+
+// added counts rows added, for the items.added metric.
+func (l *List) added(ctx context.Context, rows manyRows) {
+	l.ins.added.Add(ctx, int64(len(rows.ids)), l.ins.add...)
 }
 
 // prepareMany validates items and collapses each ID to its latest due

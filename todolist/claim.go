@@ -116,9 +116,10 @@ func (p *Processor) outcome(ctx context.Context, done *batchDone, it claimed, ac
 
 // succeeded records that an item's action returned nil: the item is settled
 // with its batch, counted and reported.
-func (p *Processor) succeeded(done *batchDone, it claimed, res *Result) {
+func (p *Processor) succeeded(ctx context.Context, done *batchDone, it claimed, res *Result) {
 	done.rows.add(it)
 	res.Done++
+	p.list.ins.completed.Add(ctx, 1, p.list.ins.add...)
 	if p.cfg.observer.Done != nil {
 		p.cfg.observer.Done(p.list.name, it.Item)
 	}
@@ -149,9 +150,11 @@ func (p *Processor) fail(ctx context.Context, done *batchDone, c claimed, actErr
 		return nil
 	}
 	done.failures++
+	l.ins.failed.Add(ctx, 1, l.ins.add...)
 	if it.Parked {
 		done.parkings++
 		res.Parked++
+		l.ins.parked.Add(ctx, 1, l.ins.add...)
 		if p.cfg.observer.Parked != nil {
 			p.cfg.observer.Parked(l.name, it, actErr)
 		}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
 )
@@ -24,6 +26,11 @@ type List struct {
 	// drv runs the statements in which the databases differ.
 	drv   driver
 	clock clockwork.Clock
+	// meters is the OpenTelemetry meter provider of the list and its
+	// processors (nil until Open: the global one), ins the instruments
+	// made with it.
+	meters metric.MeterProvider
+	ins    instruments
 	// addChunk overrides the number of items a statement of AddMany
 	// writes, when positive; tests set it small to cross chunks cheaply.
 	addChunk int
@@ -74,6 +81,10 @@ func Open(ctx context.Context, db *sqlx.DB, name string, opts ...ListOption) (*L
 		return nil, fmt.Errorf("todolist: open %q: %w", name, err)
 	}
 	l.q, l.drv = newQueries(db), driverFor(db)
+	if l.meters == nil {
+		l.meters = otel.GetMeterProvider()
+	}
+	l.ins = newInstruments(l.meters, l)
 	return l, nil
 }
 
@@ -136,6 +147,7 @@ func (l *List) AddTx(ctx context.Context, ext sqlx.ExtContext, id string, due ti
 	if _, err := ext.ExecContext(ctx, l.q.add, l.name, id, at, at); err != nil {
 		return fmt.Errorf("todolist: add %q to %q: %w", id, l.name, err)
 	}
+	l.ins.added.Add(ctx, 1, l.ins.add...)
 	return nil
 }
 

@@ -20,6 +20,13 @@ func TestOptionErrorsNameTheOption(t *testing.T) {
 	_, err := todolist.Open(ctx, db.DB, "options", todolist.WithListClock(nil))
 	require.ErrorIs(t, err, todolist.ErrInvalidOption)
 	require.ErrorContains(t, err, "WithListClock")
+	for name, opt := range map[string]todolist.ListOption{
+		"WithMeterProvider": todolist.WithMeterProvider(nil),
+	} {
+		_, err := todolist.Open(ctx, db.DB, "options", opt)
+		require.ErrorIs(t, err, todolist.ErrInvalidOption, name)
+		require.ErrorContains(t, err, "invalid option "+name+":", name)
+	}
 
 	l, err := todolist.Open(ctx, db.DB, "options")
 	require.NoError(t, err)

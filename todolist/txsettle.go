@@ -44,6 +44,7 @@ func (p *Processor) txBatch(ctx context.Context, limit int, res *Result, action 
 	}
 	res.Claimed += len(batch)
 	state := &txState{touched: make(map[string]struct{}, 8)}
+	p.lateBatch(ctx, batch, p.cfg.clock.Now())
 	outcomes, whole := decideBatch(ctx, l.name, batch, state, func(ctx context.Context, items []Item) ([]error, error) {
 		return action(ctx, tx, items)
 	})
@@ -73,7 +74,7 @@ func (p *Processor) txBatch(ctx context.Context, limit int, res *Result, action 
 		return len(batch), fmt.Errorf("todolist: process %q: commit: %w", l.name, err)
 	}
 	ended = true
-	p.reportTx(batch, outcomes, state, res)
+	p.reportTx(ctx, batch, outcomes, state, res)
 	if err := state.afterCommit(ctx); err != nil {
 		return len(batch), fmt.Errorf("todolist: process %q: %w", l.name, err)
 	}
@@ -174,12 +175,13 @@ func (p *Processor) settleTx(ctx context.Context, tx *sqlx.Tx, batch []claimed, 
 
 // reportTx counts a committed transactional batch in res and tells the
 // observer, now that what it reports is durable.
-func (p *Processor) reportTx(batch []claimed, outcomes []error, state *txState, res *Result) {
+func (p *Processor) reportTx(ctx context.Context, batch []claimed, outcomes []error, state *txState, res *Result) {
 	obs := p.cfg.observer
 	for i, it := range batch {
 		switch err := outcomes[i]; {
 		case err == nil:
 			res.Done++
+			p.list.ins.completed.Add(ctx, 1, p.list.ins.add...)
 			if obs.Done != nil {
 				obs.Done(p.list.name, it.Item)
 			}
@@ -187,10 +189,13 @@ func (p *Processor) reportTx(batch []claimed, outcomes []error, state *txState, 
 			res.Conflicts++
 		}
 	}
+	ins := &p.list.ins
 	for _, f := range state.failed {
+		ins.failed.Add(ctx, 1, ins.add...)
 		switch {
 		case f.item.Parked:
 			res.Parked++
+			ins.parked.Add(ctx, 1, ins.add...)
 			if obs.Parked != nil {
 				obs.Parked(p.list.name, f.item, f.err)
 			}
