@@ -33,6 +33,9 @@ const (
 	relayPoll = time.Second
 	// relayParallel bounds the streams a webhook's relay delivers at once.
 	relayParallel = 16
+	// relayBackoffMax is what the wait after a refusal doubles up to,
+	// unless --webhook-backoff is longer.
+	relayBackoffMax = 10 * time.Second
 	// drainTimeout bounds the delivery at the end of "run --once",
 	// "run --until", "schedule trigger" and "schedule backfill", and at
 	// the stop of "run".
@@ -48,6 +51,7 @@ type sender struct {
 	name     string
 	send     func(ctx context.Context, key, typ string, body []byte) error
 	parallel int
+	close    func() // nil, or what closes its connection (closeSenders)
 }
 
 // webhookName names a webhook's sink: its URL without password or query,
@@ -63,10 +67,10 @@ func webhookName(hook *sink.Webhook, raw string) string {
 }
 
 // senders returns the sinks the flags name: stdout unless only webhooks
-// are given, and each webhook.
+// (or --nats, which withNATS adds) are given, and each webhook.
 func (f *runFlags) senders(env Env) ([]sender, error) {
 	var out []sender
-	if len(f.webhooks) == 0 || f.stdout {
+	if len(f.webhooks) == 0 && f.nats.url == "" || f.stdout {
 		// One stream at a time keeps the lines of a pass in the order the
 		// streams first appear in it.
 		out = append(out, sender{name: "stdout", send: sink.NewJSONLines(env.Stdout).Send, parallel: 1})
@@ -123,7 +127,7 @@ func openDelivery(ctx context.Context, db *sqldb.DB, senders []sender, backoff t
 		rl.r, err = outbox.NewRelay(box, s.name, deliver,
 			outbox.WithParallel(s.parallel),
 			outbox.WithPoll(relayPoll),
-			outbox.WithBackoff(backoff, max(backoff, 10*time.Second)),
+			outbox.WithBackoff(backoff, max(backoff, relayBackoffMax)),
 			outbox.WithMaxAttempts(attempts),
 			outbox.WithObserver(rl.observer(logger)))
 		if err != nil {

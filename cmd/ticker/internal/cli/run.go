@@ -29,6 +29,7 @@ type runFlags struct {
 	window, leaseTTL, backoff                                  time.Duration
 	max, attempts                                              int
 	webhooks                                                   multiFlag
+	nats                                                       natsFlags
 	once, stdout, schedules                                    bool
 
 	fs *flagSet // the flags' set, for given (kept by sinkFlags)
@@ -49,7 +50,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func runCommand(ctx context.Context, env Env, args []string) error {
 	var f runFlags
-	fs := newFlagSet(env, "run", "[--db passage.db] [--units minute,hour,day] [--tz UTC] [--once | --until T] [--webhook URL]...")
+	fs := newFlagSet(env, "run", "[--db passage.db] [--units minute,hour,day] [--tz UTC] [--once | --until T] [--webhook URL]... [--nats URL]")
 	fs.StringVar(&f.db, "db", "passage.db", "SQLite file, or a postgres:// DSN for several machines")
 	fs.StringVar(&f.units, "units", "minute,hour,day", "comma-separated units to publish")
 	fs.StringVar(&f.tz, "tz", "UTC", "IANA time zone boundaries are computed in")
@@ -57,6 +58,7 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	fs.DurationVar(&f.window, "catch-up-window", 7*24*time.Hour, fmt.Sprintf("policy all: emit missed boundaries at most this old (%s to %s)", bounds["catch-up-window"].min, bounds["catch-up-window"].max))
 	fs.IntVar(&f.max, "catch-up-max", 10080, fmt.Sprintf("policy all: emit at most this many missed boundaries per unit (1 to %d)", maxCatchUpMax))
 	f.sinkFlags(fs)
+	f.declareNATS(fs)
 	fs.BoolVar(&f.once, "once", false, "emit whatever is due up to now, release the lease, print one line of what was done on stderr, and exit (for an external timer)")
 	fs.StringVar(&f.until, "until", "", "backfill every boundary up to this time (not in the future; behind every cursor is a no-op, said so), release the lease and exit; "+timeRule)
 	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz, /metrics and the dashboard on this address, e.g. 127.0.0.1:9090 (not with --once or --until)")
@@ -108,6 +110,10 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if senders, err = f.withNATS(ctx, senders); err != nil {
+		return err
+	}
+	defer closeSenders(senders)
 
 	db, err := openDB(ctx, f.db)
 	if err != nil {
@@ -525,6 +531,9 @@ func (f *runFlags) tickerOptions(clock clockwork.Clock) ([]tick.Option, error) {
 	if err := f.checkSinkFlags(); err != nil {
 		return nil, err
 	}
+	if err := f.checkNATS(); err != nil {
+		return nil, err
+	}
 	opts := []tick.Option{tick.WithClock(clock), tick.WithLocation(loc), tick.WithUnits(units...)}
 	policies, err := parseCatchUp(f.catchUp, units, tick.All{Window: f.window, Max: f.max})
 	if err != nil {
@@ -607,7 +616,7 @@ func (f *runFlags) checkSinkFlags() error {
 	if f.attempts < 1 || f.attempts > maxWebhookAttempts {
 		return usagef("--webhook-attempts %d: must be between 1 and %d", f.attempts, maxWebhookAttempts)
 	}
-	if len(f.webhooks) > 0 {
+	if len(f.webhooks) > 0 || f.nats.url != "" {
 		return nil
 	}
 	for _, name := range []string{"webhook-attempts", "webhook-backoff", "webhook-secret-env", "stdout"} {

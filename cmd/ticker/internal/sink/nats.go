@@ -268,9 +268,10 @@ func NATSMsgID(key string) string {
 }
 
 // NATSStreamName is the stream a prefix's records go to by default: the
-// prefix in capitals, dots as underscores (passage: PASSAGE).
+// prefix in capitals, dots (and slashes, which a stream's name cannot
+// hold either) as underscores: passage is PASSAGE, acme.time ACME_TIME.
 func NATSStreamName(prefix string) string {
-	return strings.ToUpper(strings.ReplaceAll(prefix, ".", "_"))
+	return strings.ToUpper(strings.NewReplacer(".", "_", "/", "_", "\\", "_").Replace(prefix))
 }
 
 // RedactNATSURL checks a NATS URL (servers comma-separated) and returns it
