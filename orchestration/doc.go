@@ -47,4 +47,13 @@
 // against new code before a deploy. The workflowcheck analyzer
 // (orchestration/workflowcheck) flags time.Now, time.Sleep, math/rand, go
 // statements and map ranges in workflow functions.
+//
+// # Storage
+//
+// An engine stores through the event store and a to-do list, whose drivers
+// speak each database. Its own SQL is the inspection's (ReadHistory,
+// ReadInstances, CountInstances): reads of the event store's table in SQL
+// both databases speak, through the caller's *sqlx.DB or *sqlx.Tx, so it
+// has no driver of its own; a statement one database needs differently
+// would be the moment for one, as eventstore's driver.go shows.
 package orchestration
