@@ -101,8 +101,7 @@ func (a perItem) work(ctx context.Context, p *Processor, batch []claimed, done b
 			stopped = true
 			break
 		}
-		p.list.ins.late(ctx, it.Due, now)
-		actErr := a.run(ctx, p.list.name, it.Item)
+		actErr := a.run(ctx, p, it.Item, now)
 		if actErr == nil {
 			p.succeeded(ctx, &done, it, res)
 		}
@@ -121,13 +120,21 @@ func (a perItem) work(ctx context.Context, p *Processor, batch []claimed, done b
 	return done, stopped, nil
 }
 
-// run calls the action, turning a panic into an error. The action's ctx
-// tells [List.RemoveTx] which item it works.
-func (a perItem) run(ctx context.Context, list string, it Item) (err error) {
+// run calls the action, starting at start, turning a panic into an
+// error; it records the item's lateness and traces the action. The
+// action's ctx tells [List.RemoveTx] which item it works.
+func (a perItem) run(ctx context.Context, p *Processor, it Item, start time.Time) (err error) {
+	l := p.list
+	l.ins.late(ctx, it.Due, start)
+	ctx, span := l.tr.startAction(ctx, it, start)
+	if span != nil {
+		// Deferred first, so that it sees a panic turned into err.
+		defer func() { endAction(span, err, p.cfg.clock.Now()) }()
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %v", ErrActionPanicked, r)
 		}
 	}()
-	return a(context.WithValue(ctx, workingKey{}, working{list: list, id: it.ID}), it)
+	return a(context.WithValue(ctx, workingKey{}, working{list: l.name, id: it.ID}), it)
 }

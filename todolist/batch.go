@@ -87,8 +87,7 @@ func (a perBatch) work(ctx context.Context, p *Processor, batch []claimed, done 
 		}
 		return done, true, nil
 	}
-	p.lateBatch(ctx, batch, now)
-	outcomes, _ := decideBatch(ctx, p.list.name, batch, nil, a)
+	outcomes, _ := p.decide(ctx, batch, now, nil, a)
 	for i, it := range batch {
 		if outcomes[i] == nil {
 			p.succeeded(ctx, &done, it, res)

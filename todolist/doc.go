@@ -228,7 +228,7 @@
 // All times are stored as Unix nanoseconds (UTC); the processor's clock is a
 // [clockwork.Clock], so tests drive it with a fake clock.
 //
-// # Metrics
+// # Metrics and traces
 //
 // A list and its processors record through the OpenTelemetry metric API
 // ([WithMeterProvider]; the global provider by default): items added,
@@ -236,9 +236,10 @@
 // item's due time, and the list's backlog, each with the list's name as
 // its one attribute. The counters count what this process did; [Stats]
 // reads the totals of every process from the database. The [Observer]
-// hooks are called as before, for anything else. The library imports
-// the API only: the application installs an SDK and an exporter, and
-// without one recording costs no allocation.
+// hooks are called as before, for anything else. Each action runs in a
+// span ([WithTracerProvider]) linked to the span of the tick that caused
+// the pass. The library imports the API only: the application installs
+// an SDK and an exporter, and without one neither costs an allocation.
 //
 // # Databases
 //

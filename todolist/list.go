@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
 )
@@ -26,11 +27,13 @@ type List struct {
 	// drv runs the statements in which the databases differ.
 	drv   driver
 	clock clockwork.Clock
-	// meters is the OpenTelemetry meter provider of the list and its
-	// processors (nil until Open: the global one), ins the instruments
-	// made with it.
-	meters metric.MeterProvider
-	ins    instruments
+	// meters and tracers are the OpenTelemetry providers of the list
+	// and its processors (nil until Open: the global ones); ins are the
+	// instruments made with meters, tr the spans' tracer.
+	meters  metric.MeterProvider
+	tracers trace.TracerProvider
+	ins     instruments
+	tr      tracing
 	// addChunk overrides the number of items a statement of AddMany
 	// writes, when positive; tests set it small to cross chunks cheaply.
 	addChunk int
@@ -85,6 +88,10 @@ func Open(ctx context.Context, db *sqlx.DB, name string, opts ...ListOption) (*L
 		l.meters = otel.GetMeterProvider()
 	}
 	l.ins = newInstruments(l.meters, l)
+	if l.tracers == nil {
+		l.tracers = otel.GetTracerProvider()
+	}
+	l.tr = newTracing(l.tracers, l.name)
 	return l, nil
 }
 

@@ -21,7 +21,8 @@ func TestOptionErrorsNameTheOption(t *testing.T) {
 	require.ErrorIs(t, err, todolist.ErrInvalidOption)
 	require.ErrorContains(t, err, "WithListClock")
 	for name, opt := range map[string]todolist.ListOption{
-		"WithMeterProvider": todolist.WithMeterProvider(nil),
+		"WithMeterProvider":  todolist.WithMeterProvider(nil),
+		"WithTracerProvider": todolist.WithTracerProvider(nil),
 	} {
 		_, err := todolist.Open(ctx, db.DB, "options", opt)
 		require.ErrorIs(t, err, todolist.ErrInvalidOption, name)

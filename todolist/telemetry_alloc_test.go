@@ -7,19 +7,21 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/passage-of-time/passage/internal/sqldbtest"
 )
 
-// Recording costs no allocation without an SDK: with the global provider
-// none was installed in, and with the API's no-op provider. The
-// benchmarks would show an allocation per item as many more per tick.
+// Recording and tracing cost no allocation without an SDK: with the
+// global providers none was installed in, and with the API's no-op
+// providers; no span is started. The benchmarks would show an allocation
+// per item as many more per tick.
 func TestRecordingWithoutAnSDKAllocatesNothing(t *testing.T) {
 	db, _ := sqldbtest.SQLite(t)
 	ctx := context.Background()
 	for name, opts := range map[string][]ListOption{
 		"global": nil,
-		"no-op":  {WithMeterProvider(noop.NewMeterProvider())},
+		"no-op":  {WithMeterProvider(noop.NewMeterProvider()), WithTracerProvider(tracenoop.NewTracerProvider())},
 	} {
 		l, err := Open(ctx, db.DB, "allocs", opts...)
 		require.NoError(t, err)
@@ -33,6 +35,12 @@ func TestRecordingWithoutAnSDKAllocatesNothing(t *testing.T) {
 			l.ins.parked.Add(ctx, 1, l.ins.add...)
 			l.ins.late(ctx, due, now)
 			p.lateBatch(ctx, batch, now)
+			if _, span := l.tr.startAction(ctx, batch[0].Item, now); span != nil {
+				t.Fatal("a span started without an SDK")
+			}
+			if _, span := l.tr.startBatch(ctx, batch, now); span != nil {
+				t.Fatal("a span started without an SDK")
+			}
 		})
 		require.Zero(t, allocs, name)
 	}

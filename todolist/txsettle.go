@@ -44,8 +44,7 @@ func (p *Processor) txBatch(ctx context.Context, limit int, res *Result, action 
 	}
 	res.Claimed += len(batch)
 	state := &txState{touched: make(map[string]struct{}, 8)}
-	p.lateBatch(ctx, batch, p.cfg.clock.Now())
-	outcomes, whole := decideBatch(ctx, l.name, batch, state, func(ctx context.Context, items []Item) ([]error, error) {
+	outcomes, whole := p.decide(ctx, batch, p.cfg.clock.Now(), state, func(ctx context.Context, items []Item) ([]error, error) {
 		return action(ctx, tx, items)
 	})
 	if ctx.Err() != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // working is what the ctx of an action carries: the list and the ID of
@@ -145,4 +146,16 @@ func decideBatch(ctx context.Context, list string, batch []claimed, tx *txState,
 		outcomes[i] = err
 	}
 	return outcomes, true
+}
+
+// decide is decideBatch for a processor's batch action starting at
+// start: it records the lateness of each item and traces the action.
+func (p *Processor) decide(ctx context.Context, batch []claimed, start time.Time, tx *txState, action func(ctx context.Context, items []Item) ([]error, error)) (outcomes []error, whole bool) {
+	p.lateBatch(ctx, batch, start)
+	spanCtx, span := p.list.tr.startBatch(ctx, batch, start)
+	outcomes, whole = decideBatch(spanCtx, p.list.name, batch, tx, action)
+	if span != nil {
+		endBatch(span, batch, outcomes, whole, p.cfg.clock.Now())
+	}
+	return outcomes, whole
 }

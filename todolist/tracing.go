@@ -1,0 +1,185 @@
+package todolist
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/passage-of-time/passage/internal/timefmt"
+)
+
+// The attributes of the spans. Unlike a metric's, a span's attributes may
+// name the item: a span is one item's (or one batch's).
+const (
+	attrList      = "passage.todolist.list"
+	attrItemID    = "passage.todolist.item.id"
+	attrItemDue   = "passage.todolist.item.due"
+	attrAttempts  = "passage.todolist.item.attempts"
+	attrLateness  = "passage.todolist.lateness"
+	attrConflict  = "passage.todolist.conflict"
+	attrBatchSize = "passage.todolist.batch.size"
+	attrFailed    = "passage.todolist.batch.failed"
+	attrConflicts = "passage.todolist.batch.conflicts"
+)
+
+// WithTracerProvider sets the OpenTelemetry tracer provider the list's
+// processors trace their actions with (default: the global one,
+// otel.GetTracerProvider(), read when the list is opened; an SDK
+// installed as the global provider later is used as well).
+//
+// Each [Action] runs in a span of its own, "todolist.action <list>", and
+// each call of a [BatchAction] or [TxBatchAction] in a span
+// "todolist.batch <list>": a new trace, linked to the span of the ctx
+// the processor was given — the tick's that caused the pass, when the
+// bus handler carries one. The span starts when the action does and
+// holds the list's name, the item's ID, due time, lateness (seconds from
+// the due time to the start) and failed attempts so far (for a batch:
+// its size, and the due time and lateness of its earliest item); a
+// failure sets its status to Error and records the error (for a batch,
+// each failed item's, with its ID), a version conflict is marked as one.
+// The action's ctx carries the span, so what it traces is its child.
+//
+// With the API's no-op provider, or the global one while no SDK is
+// installed, no span is started, and actions cost no allocation more.
+func WithTracerProvider(tp trace.TracerProvider) ListOption {
+	return func(l *List) error {
+		if tp == nil {
+			return invalid("WithTracerProvider", "the tracer provider must not be nil")
+		}
+		l.tracers = tp
+		return nil
+	}
+}
+
+// tracing starts the spans of a list's actions.
+type tracing struct {
+	tracer trace.Tracer
+	// off is set for the no-op provider: it never records.
+	off bool
+	// placeholder is the provider when it is the global one of the API
+	// that no SDK was installed in yet: it starts spans that record
+	// nothing, at the cost of an allocation or two each. Spans are
+	// started once otel.GetTracerProvider returns something else — an
+	// SDK was installed, and the placeholder delegates to it.
+	placeholder trace.TracerProvider
+	list        attribute.KeyValue
+	// actionName and batchName are the spans' names, made once.
+	actionName, batchName string
+}
+
+func newTracing(tp trace.TracerProvider, list string) tracing {
+	tr := tracing{
+		tracer:     tp.Tracer(scope),
+		list:       attribute.String(attrList, list),
+		actionName: "todolist.action " + list,
+		batchName:  "todolist.batch " + list,
+	}
+	if _, ok := tp.(noop.TracerProvider); ok {
+		tr.off = true
+	}
+	if isGlobalPlaceholder(tp) {
+		tr.placeholder = tp
+	}
+	return tr
+}
+
+// globalPlaceholder is the type of what otel.GetTracerProvider returns
+// before an SDK is installed. Should a later API move or rename it,
+// spans are started anyway: they cost allocations, never correctness.
+const globalPlaceholderPkg, globalPlaceholderName = "go.opentelemetry.io/otel/internal/global", "tracerProvider"
+
+func isGlobalPlaceholder(tp trace.TracerProvider) bool {
+	t := reflect.TypeOf(tp)
+	return t != nil && t.Kind() == reflect.Pointer &&
+		t.Elem().PkgPath() == globalPlaceholderPkg && t.Elem().Name() == globalPlaceholderName
+}
+
+// on reports whether spans may record. Comparing with the placeholder, a
+// pointer, never panics: values of other types are simply unequal.
+func (tr *tracing) on() bool {
+	if tr.off {
+		return false
+	}
+	return tr.placeholder == nil || otel.GetTracerProvider() != tr.placeholder
+}
+
+// start starts a span named name at start, in a new trace linked to the
+// span of ctx if it has one, and returns ctx with it.
+func (tr *tracing) start(ctx context.Context, name string, start time.Time, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithTimestamp(start), trace.WithAttributes(attrs...)}
+	if link := trace.LinkFromContext(ctx); link.SpanContext.IsValid() {
+		opts = append(opts, trace.WithLinks(link))
+	}
+	return tr.tracer.Start(ctx, name, opts...)
+}
+
+// startAction starts the span of the action on it at start, if spans may
+// record: it returns ctx with the span, or ctx and nil.
+func (tr *tracing) startAction(ctx context.Context, it Item, start time.Time) (context.Context, trace.Span) {
+	if !tr.on() {
+		return ctx, nil
+	}
+	return tr.start(ctx, tr.actionName, start, tr.list,
+		attribute.String(attrItemID, it.ID),
+		attribute.String(attrItemDue, timefmt.Format(it.Due)),
+		attribute.Float64(attrLateness, start.Sub(it.Due).Seconds()),
+		attribute.Int(attrAttempts, it.Attempts))
+}
+
+// endAction ends the span of an action that returned err at end.
+func endAction(span trace.Span, err error, end time.Time) {
+	switch {
+	case err == nil:
+	case isConflict(err):
+		span.SetAttributes(attribute.Bool(attrConflict, true))
+	default:
+		span.RecordError(err, trace.WithTimestamp(end))
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End(trace.WithTimestamp(end))
+}
+
+// startBatch starts the span of a batch action on batch, earliest due
+// first, at start, if spans may record.
+func (tr *tracing) startBatch(ctx context.Context, batch []claimed, start time.Time) (context.Context, trace.Span) {
+	if !tr.on() || len(batch) == 0 {
+		return ctx, nil
+	}
+	first := batch[0].Due
+	return tr.start(ctx, tr.batchName, start, tr.list,
+		attribute.Int(attrBatchSize, len(batch)),
+		attribute.String(attrItemDue, timefmt.Format(first)),
+		attribute.Float64(attrLateness, start.Sub(first).Seconds()))
+}
+
+// endBatch ends the span of a batch action whose outcomes are given, at
+// end; whole reports that the action failed as a whole.
+func endBatch(span trace.Span, batch []claimed, outcomes []error, whole bool, end time.Time) {
+	if whole {
+		endAction(span, outcomes[0], end)
+		return
+	}
+	failed, conflicts := 0, 0
+	for i, err := range outcomes {
+		switch {
+		case err == nil:
+		case isConflict(err):
+			conflicts++
+		default:
+			failed++
+			span.RecordError(err, trace.WithTimestamp(end), trace.WithAttributes(attribute.String(attrItemID, batch[i].ID)))
+		}
+	}
+	span.SetAttributes(attribute.Int(attrFailed, failed), attribute.Int(attrConflicts, conflicts))
+	if failed > 0 {
+		span.SetStatus(codes.Error, fmt.Sprintf("%d of %d items failed", failed, len(batch)))
+	}
+	span.End(trace.WithTimestamp(end))
+}
