@@ -17,6 +17,7 @@ import (
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
 )
@@ -207,11 +208,11 @@ func parseUntil(value string, loc *time.Location, spec schedule.Spec, now time.T
 	}
 	switch next := spec.Next(now); {
 	case !until.After(now):
-		return time.Time{}, usagef("--until %s is already past (now is %s): the schedule would never fire", tick.FormatTime(until), tick.FormatTime(now.In(loc)))
+		return time.Time{}, usagef("--until %s is already past (now is %s): the schedule would never fire", timefmt.Format(until), timefmt.Format(now.In(loc)))
 	case until.After(sqldb.MaxTime):
-		return time.Time{}, usagef("--until %s: after the last instant a schedule's end can be stored (%s)", tick.FormatTime(until), tick.FormatTime(sqldb.MaxTime))
+		return time.Time{}, usagef("--until %s: after the last instant a schedule's end can be stored (%s)", timefmt.Format(until), timefmt.Format(sqldb.MaxTime))
 	case !next.IsZero() && until.Before(next):
-		return time.Time{}, usagef("--until %s is before the schedule's next slot %s: the schedule would never fire", tick.FormatTime(until), tick.FormatTime(next.In(loc)))
+		return time.Time{}, usagef("--until %s is before the schedule's next slot %s: the schedule would never fire", timefmt.Format(until), timefmt.Format(next.In(loc)))
 	}
 	return until, nil
 }
@@ -265,7 +266,7 @@ func nextSlot(st schedule.Stored, loc *time.Location) string {
 	case st.Next.IsZero():
 		return "ended, no next slot"
 	}
-	return "next slot " + tick.FormatTime(st.Next.In(loc))
+	return "next slot " + timefmt.Format(st.Next.In(loc))
 }
 
 // listedSchedule is a line of "schedule list", and an element of its
@@ -370,7 +371,7 @@ func scheduleListCommand(ctx context.Context, env Env, args []string) error {
 	for _, l := range list {
 		next, paused := "-", "no"
 		if l.Next != nil {
-			next = tick.FormatTime(l.Next.Time)
+			next = timefmt.Format(l.Next.Time)
 		}
 		if l.Paused {
 			paused = "yes"
@@ -382,7 +383,7 @@ func scheduleListCommand(ctx context.Context, env Env, args []string) error {
 				maxRuns = fmt.Sprint(l.MaxRuns)
 			}
 			if l.Until != nil {
-				until = tick.FormatTime(l.Until.Time)
+				until = timefmt.Format(l.Until.Time)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t", maxRuns, until)
 		}
@@ -488,7 +489,7 @@ func schedulePruneCommand(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 		if cutoff.After(now) {
-			return usagef("--before %s is in the future (now is %s)", tick.FormatTime(cutoff), tick.FormatTime(now.In(loc)))
+			return usagef("--before %s is in the future (now is %s)", timefmt.Format(cutoff), timefmt.Format(now.In(loc)))
 		}
 	case *olderThan < 0:
 		return usagef("--older-than %s: must be positive", *olderThan)
@@ -501,7 +502,7 @@ func schedulePruneCommand(ctx context.Context, env Env, args []string) error {
 			// What was deleted before the failure stays deleted.
 			return fmt.Errorf("%w (%s deleted before it)", err, plural(int(n), "run", "runs"))
 		}
-		fmt.Fprintf(env.Stdout, "pruned %s with a slot before %s\n", plural(int(n), "run", "runs"), tick.FormatTime(cutoff.In(loc)))
+		fmt.Fprintf(env.Stdout, "pruned %s with a slot before %s\n", plural(int(n), "run", "runs"), timefmt.Format(cutoff.In(loc)))
 		return nil
 	})
 }
@@ -549,7 +550,7 @@ func scheduleTriggerCommand(ctx context.Context, env Env, args []string) error {
 		if err := f.printRuns(env, run); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stderr, "triggered %s: run %s at %s (slot id %s)\n", name, run.RunID, tick.FormatTime(run.FiredAt), run.SlotID)
+		fmt.Fprintf(env.Stderr, "triggered %s: run %s at %s (slot id %s)\n", name, run.RunID, timefmt.Format(run.FiredAt), run.SlotID)
 		return (*out).deliver(ctx, env)
 	})
 }
@@ -585,16 +586,16 @@ func scheduleBackfillCommand(ctx context.Context, env Env, args []string) error 
 		return err
 	}
 	if !fromT.Before(toT) {
-		return usagef("--from %s is not before --to %s", tick.FormatTime(fromT), tick.FormatTime(toT))
+		return usagef("--from %s is not before --to %s", timefmt.Format(fromT), timefmt.Format(toT))
 	}
 	if now := env.clock().Now(); toT.After(now) {
-		return usagef("--to %s is in the future (now is %s): only slots that have passed are backfilled", tick.FormatTime(toT), tick.FormatTime(now.In(loc)))
+		return usagef("--to %s is in the future (now is %s): only slots that have passed are backfilled", timefmt.Format(toT), timefmt.Format(now.In(loc)))
 	}
 	out, handler, err := f.runsOut(ctx, env)
 	if err != nil {
 		return err
 	}
-	span := fmt.Sprintf("(%s, %s]", tick.FormatTime(fromT.In(loc)), tick.FormatTime(toT.In(loc)))
+	span := fmt.Sprintf("(%s, %s]", timefmt.Format(fromT.In(loc)), timefmt.Format(toT.In(loc)))
 	return changeSchedule(ctx, env, *dsn, name, handler, func(s *schedule.Scheduler) error {
 		runs, err := s.Backfill(ctx, name, fromT, toT)
 		err = errors.Join(err, f.printRuns(env, runs...))
