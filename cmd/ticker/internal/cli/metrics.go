@@ -49,12 +49,21 @@ import (
 //	passage.delivery.lateness.max       passage_delivery_lateness_max_seconds    sink
 //	passage.delivery.backlog            passage_delivery_backlog                 sink   (read from the database)
 //	passage.delivery.parked             passage_delivery_parked                  sink   (read from the database)
-//	passage.todolist.backlog            passage_todolist_backlog                 list   (read from the database, as the rest)
-//	passage.todolist.due                passage_todolist_due                     list
-//	passage.todolist.parked             passage_todolist_parked                  list
-//	passage.todolist.items.completed    passage_todolist_items_completed_total   list
-//	passage.todolist.attempts.failed    passage_todolist_attempts_failed_total   list
-//	passage.todolist.items.parked       passage_todolist_items_parked_total      list
+//	passage.todolist.stored.backlog          passage_todolist_stored_backlog                 list   (read from the database, as the rest)
+//	passage.todolist.stored.due              passage_todolist_stored_due                     list
+//	passage.todolist.stored.parked           passage_todolist_stored_parked                  list
+//	passage.todolist.stored.completed        passage_todolist_stored_completed_total         list
+//	passage.todolist.stored.failed_attempts  passage_todolist_stored_failed_attempts_total   list
+//	passage.todolist.stored.parkings         passage_todolist_stored_parkings_total          list
+//
+// The to-do list figures are what the database holds, for every process
+// (todolist.ReadStats), hence .stored: the todolist package records its
+// own, this process's, under passage.todolist.items.* and
+// passage.todolist.backlog (todolist.WithMeterProvider), and one meter
+// provider must not see one name twice. They were named
+// passage.todolist.{backlog,due,parked}, passage.todolist.items.completed,
+// passage.todolist.attempts.failed and passage.todolist.items.parked
+// before the package recorded its own.
 //
 // A histogram is exported as _bucket, _sum and _count series. The
 // hand-written exposition this replaces named them passage_ticks_emitted_total,
@@ -229,12 +238,12 @@ func (m *metrics) watchRelays(meter metric.Meter, out *delivery) error {
 // OpenTelemetry error handler, which logs it).
 func watchDatabase(meter metric.Meter, db *sqldb.DB, clock clockwork.Clock, out *delivery) error {
 	var errs instrumentErrors
-	backlog := errs.intGauge(meter, "passage.todolist.backlog", "{item}", "Items waiting on a to-do list (not parked).")
-	due := errs.intGauge(meter, "passage.todolist.due", "{item}", "Pending items whose due time has come.")
-	parked := errs.intGauge(meter, "passage.todolist.parked", "{item}", "Items parked after too many failed attempts.")
-	completed := errs.observableCounter(meter, "passage.todolist.items.completed", "{item}", "Items processors completed and removed, by every process.")
-	failures := errs.observableCounter(meter, "passage.todolist.attempts.failed", "{attempt}", "Failed attempts recorded by processors (version conflicts excluded).")
-	parkings := errs.observableCounter(meter, "passage.todolist.items.parked", "{item}", "Times an item was parked.")
+	backlog := errs.intGauge(meter, "passage.todolist.stored.backlog", "{item}", "Items waiting on a to-do list (not parked).")
+	due := errs.intGauge(meter, "passage.todolist.stored.due", "{item}", "Pending items whose due time has come.")
+	parked := errs.intGauge(meter, "passage.todolist.stored.parked", "{item}", "Items parked after too many failed attempts.")
+	completed := errs.observableCounter(meter, "passage.todolist.stored.completed", "{item}", "Items processors completed and removed, by every process.")
+	failures := errs.observableCounter(meter, "passage.todolist.stored.failed_attempts", "{attempt}", "Failed attempts recorded by processors (version conflicts excluded).")
+	parkings := errs.observableCounter(meter, "passage.todolist.stored.parkings", "{item}", "Times an item was parked.")
 	sinkBacklog := errs.intGauge(meter, "passage.delivery.backlog", "{record}", "Committed records the sink has yet to take, in the database.")
 	sinkParked := errs.intGauge(meter, "passage.delivery.parked", "{record}", "Records parked for the sink, in the database.")
 	if err := errs.err(); err != nil {

@@ -198,12 +198,12 @@ func TestMetricsFollowTheFakeClock(t *testing.T) {
 	// The schedules' next slots are a to-do list: poll's, 13:03, is not
 	// due yet.
 	schedules := map[string]string{"list": "passage-schedules"}
-	require.Equal(t, 1.0, value(t, m, "passage_todolist_backlog", schedules))
-	require.Zero(t, value(t, m, "passage_todolist_due", schedules))
-	require.Zero(t, value(t, m, "passage_todolist_parked", schedules))
-	require.Equal(t, dto.MetricType_GAUGE, m["passage_todolist_backlog"].GetType())
-	require.Equal(t, dto.MetricType_COUNTER, m["passage_todolist_items_completed_total"].GetType())
-	for _, name := range []string{"passage_todolist_items_completed_total", "passage_todolist_attempts_failed_total", "passage_todolist_items_parked_total"} {
+	require.Equal(t, 1.0, value(t, m, "passage_todolist_stored_backlog", schedules))
+	require.Zero(t, value(t, m, "passage_todolist_stored_due", schedules))
+	require.Zero(t, value(t, m, "passage_todolist_stored_parked", schedules))
+	require.Equal(t, dto.MetricType_GAUGE, m["passage_todolist_stored_backlog"].GetType())
+	require.Equal(t, dto.MetricType_COUNTER, m["passage_todolist_stored_completed_total"].GetType())
+	for _, name := range []string{"passage_todolist_stored_completed_total", "passage_todolist_stored_failed_attempts_total", "passage_todolist_stored_parkings_total"} {
 		series(t, m, name, schedules)
 	}
 }
@@ -226,10 +226,10 @@ func TestServeExportsHealthAndTheListsOfItsDatabase(t *testing.T) {
 
 	orders := map[string]string{"list": "pending-orders"}
 	m := scrape(t, s.base)
-	require.Equal(t, 1.0, value(t, m, "passage_todolist_backlog", orders))
-	require.Zero(t, value(t, m, "passage_todolist_due", orders))
-	require.Equal(t, 2.0, value(t, m, "passage_todolist_parked", orders))
-	require.Equal(t, 2.0, value(t, m, "passage_todolist_items_parked_total", orders))
+	require.Equal(t, 1.0, value(t, m, "passage_todolist_stored_backlog", orders))
+	require.Zero(t, value(t, m, "passage_todolist_stored_due", orders))
+	require.Equal(t, 2.0, value(t, m, "passage_todolist_stored_parked", orders))
+	require.Equal(t, 2.0, value(t, m, "passage_todolist_stored_parkings_total", orders))
 	for name := range m {
 		require.NotContains(t, name, "passage_tick_", "serve runs no ticker")
 	}
@@ -237,5 +237,5 @@ func TestServeExportsHealthAndTheListsOfItsDatabase(t *testing.T) {
 	// The third item falls due an hour later, by the serve's clock.
 	clock.Advance(time.Hour)
 	m = scrape(t, s.base)
-	require.Equal(t, 1.0, value(t, m, "passage_todolist_due", orders))
+	require.Equal(t, 1.0, value(t, m, "passage_todolist_stored_due", orders))
 }
