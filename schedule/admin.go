@@ -66,6 +66,7 @@ func (s *Scheduler) Delete(ctx context.Context, name string) error {
 		s.mu.Lock()
 		delete(s.declared, name)
 		s.mu.Unlock()
+		s.ins.forget(name)
 	}
 	return err
 }
@@ -82,6 +83,9 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (Run, error) {
 		r, err = s.manualRun(ctx, tx, st, now)
 		return err
 	})
+	if err == nil && r.RunID != "" {
+		s.ins.ran(ctx, name)
+	}
 	return r, err
 }
 
@@ -159,6 +163,7 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 		}
 		if r.RunID != "" {
 			runs = append(runs, r)
+			s.ins.ran(ctx, name)
 		}
 	}
 	return runs, nil

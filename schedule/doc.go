@@ -102,4 +102,20 @@
 // Fixed intervals are absolute durations, indifferent to DST. Cron's
 // custom (Vixie cron) is that a job with a fixed hour runs once on a DST
 // day, while one whose hour is an interval follows the wall clock.
+//
+// # Telemetry
+//
+// A Scheduler records metrics and traces through the OpenTelemetry API
+// (telemetry.go, tracing.go), never an SDK: the global providers by
+// default, others by WithMeterProvider and WithTracerProvider; with none
+// installed, recording is a no-op that allocates nothing.
+// passage.schedule.runs.fired and passage.schedule.runs.skipped count the
+// runs this process committed and the slots it reported skipped, each
+// slot once; passage.schedule.run.lateness measures from a slot's due
+// time (the slot plus its jitter) to its handler's start. Their one
+// attribute is the schedule's name, which WithMetricsPerSchedule(false)
+// leaves out for deployments of many thousands of schedules. Each run's
+// handler runs in a span "schedule.run <name>", linked to the span of the
+// tick that fired it (through the to-do list's batch span, when the list
+// traces its batches).
 package schedule

@@ -39,4 +39,10 @@ var (
 	// given a window that is not positive, or longer than the longest
 	// interval; the error names the value.
 	ErrWithLiveWindowOutOfRange = fmt.Errorf("%w: WithLiveWindow: the window must be positive and at most the longest interval", ErrInvalidSpec)
+	// ErrWithMeterProviderNil is returned when the meter provider option
+	// is given nil.
+	ErrWithMeterProviderNil = fmt.Errorf("%w: WithMeterProvider: meter provider must not be nil", ErrInvalidSpec)
+	// ErrWithTracerProviderNil is returned when the tracer provider option
+	// is given nil.
+	ErrWithTracerProviderNil = fmt.Errorf("%w: WithTracerProvider: tracer provider must not be nil", ErrInvalidSpec)
 )

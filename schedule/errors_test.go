@@ -36,12 +36,15 @@ func TestOpenAndOptionErrorsNameWhatWasWrong(t *testing.T) {
 		{schedule.WithSkipsRecordedTx(nil), schedule.ErrWithSkipsRecordedTxNil, "WithSkipsRecordedTx"},
 		{schedule.WithLiveWindow(0), schedule.ErrWithLiveWindowOutOfRange, "got 0s"},
 		{schedule.WithLiveWindow(schedule.MaxInterval + time.Second), schedule.ErrWithLiveWindowOutOfRange, "WithLiveWindow"},
+		{schedule.WithMeterProvider(nil), schedule.ErrWithMeterProviderNil, "WithMeterProvider"},
+		{schedule.WithTracerProvider(nil), schedule.ErrWithTracerProviderNil, "WithTracerProvider"},
 	} {
 		_, err := schedule.Open(ctx, db.DB, handler, c.opt)
 		require.ErrorIs(t, err, c.want)
 		require.ErrorIs(t, err, schedule.ErrInvalidSpec, "an option's error is an invalid spec, as it was")
 		require.ErrorContains(t, err, c.says)
-		for _, other := range []error{schedule.ErrWithClockNil, schedule.ErrWithSkipsRecordedTxNil, schedule.ErrWithLiveWindowOutOfRange} {
+		for _, other := range []error{schedule.ErrWithClockNil, schedule.ErrWithSkipsRecordedTxNil, schedule.ErrWithLiveWindowOutOfRange,
+			schedule.ErrWithMeterProviderNil, schedule.ErrWithTracerProviderNil} {
 			if other != c.want {
 				require.False(t, errors.Is(err, other), "%v is not %v", err, other)
 			}

@@ -50,7 +50,7 @@ func (s *Scheduler) fireBatch(ctx context.Context, tx *sqlx.Tx, items []todolist
 		if err := s.driver.rollbackTo(ctx, tx, "schedule_batch"); err != nil {
 			return nil, fmt.Errorf("schedule: fire %d slots: %w", len(items), err)
 		}
-		outcomes, reports, err = s.fireEach(ctx, tx, items, now, failed)
+		outcomes, fs, reports, err = s.fireEach(ctx, tx, items, now, failed)
 	} else if err == nil {
 		// Released before the items move: rows the transaction locked
 		// and a subtransaction changes get a MultiXact on PostgreSQL,
@@ -71,6 +71,7 @@ func (s *Scheduler) fireBatch(ctx context.Context, tx *sqlx.Tx, items []todolist
 	if err != nil {
 		return nil, fmt.Errorf("schedule: fire %d slots: %w", len(items), err)
 	}
+	s.measureBatch(ctx, fs, reports)
 	if len(reports) > 0 && s.publisher != nil {
 		todolist.AfterCommit(ctx, func(ctx context.Context) { s.publish(ctx, reports) })
 	}
@@ -133,9 +134,11 @@ func keepEarly(outcomes []error, fs []firing, now time.Time) {
 // handler undoes its own slot only (its item is retried after a backoff)
 // and the batch still costs one commit. It is the way a batch fires once
 // fireSet found a slot failing: that slot is not fired again, its outcome
-// is failed's.
-func (s *Scheduler) fireEach(ctx context.Context, tx *sqlx.Tx, items []todolist.Item, now time.Time, failed *slotError) ([]error, []SlotsSkipped, error) {
+// is failed's. It returns the firings of the slots that stand, with their
+// reports.
+func (s *Scheduler) fireEach(ctx context.Context, tx *sqlx.Tx, items []todolist.Item, now time.Time, failed *slotError) ([]error, []firing, []SlotsSkipped, error) {
 	outcomes := make([]error, len(items))
+	var fired []firing
 	var reports []SlotsSkipped
 	for i, item := range items {
 		if i == failed.index {
@@ -143,7 +146,7 @@ func (s *Scheduler) fireEach(ctx context.Context, tx *sqlx.Tx, items []todolist.
 			continue
 		}
 		if err := s.driver.savepoint(ctx, tx, "schedule_slot"); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		fs, own, err := s.fireSet(ctx, tx, items[i:i+1], now)
 		if err == nil {
@@ -151,21 +154,22 @@ func (s *Scheduler) fireEach(ctx context.Context, tx *sqlx.Tx, items []todolist.
 		}
 		if err != nil {
 			if rerr := s.driver.rollbackTo(ctx, tx, "schedule_slot"); rerr != nil {
-				return nil, nil, rerr
+				return nil, nil, nil, rerr
 			}
 			if one := (*slotError)(nil); errors.As(err, &one) {
 				err = one.err // the handler's, not the batch of one's
 			}
 			outcomes[i] = slotFailed(item, err)
 		} else {
+			fired = append(fired, fs...)
 			reports = append(reports, own...)
 			keepEarly(outcomes[i:i+1], fs, now)
 		}
 		if err := s.driver.release(ctx, tx, "schedule_slot"); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return outcomes, reports, nil
+	return outcomes, fired, reports, nil
 }
 
 func slotFailed(item todolist.Item, err error) error {
@@ -185,6 +189,8 @@ type firing struct {
 	run Run
 	// fired is 1 once run is recorded, 0 when the slot had a run already.
 	fired int64
+	// start is when run's handler started.
+	start time.Time
 	// buffered is true when the slot waits behind an open run (BufferOne).
 	buffered bool
 	// overlapped is the slot an open run made it skip (SkipOverlap).
@@ -284,7 +290,8 @@ func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.I
 			continue
 		}
 		f.fired = 1
-		if err := s.callHandler(ctx, tx, f.run); err != nil {
+		f.start = s.clock.Now()
+		if err := s.callHandler(ctx, tx, f.run, f.start); err != nil {
 			if !errors.Is(err, ErrStillRunning) {
 				return nil, nil, &slotError{index: f.index, err: err}
 			}
@@ -387,7 +394,7 @@ func (s *Scheduler) recordRun(ctx context.Context, tx *sqlx.Tx, r Run) (Run, err
 	if err != nil || !recorded[r.SlotID] {
 		return Run{}, err
 	}
-	if err := s.callHandler(ctx, tx, r); err != nil {
+	if err := s.callHandler(ctx, tx, r, s.clock.Now()); err != nil {
 		if !errors.Is(err, ErrStillRunning) {
 			return Run{}, err
 		}
@@ -398,9 +405,16 @@ func (s *Scheduler) recordRun(ctx context.Context, tx *sqlx.Tx, r Run) (Run, err
 	return r, nil
 }
 
-// callHandler turns a handler's panic into an error, so a bad run is
-// retried and parked like any failure instead of taking the process down.
-func (s *Scheduler) callHandler(ctx context.Context, tx *sqlx.Tx, r Run) (err error) {
+// callHandler calls the handler on r, starting at start, in the run's
+// span (tracing.go). It turns a handler's panic into an error, so a bad
+// run is retried and parked like any failure instead of taking the
+// process down.
+func (s *Scheduler) callHandler(ctx context.Context, tx *sqlx.Tx, r Run, start time.Time) (err error) {
+	ctx, span := s.tr.startRun(ctx, r, start)
+	if span != nil {
+		// Deferred first, so that it sees a panic turned into err.
+		defer func() { endRun(span, err, s.clock.Now()) }()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("schedule: handler panicked on %s: %v", r.SlotID, p)

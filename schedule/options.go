@@ -7,6 +7,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/passage-of-time/passage/tick"
 )
@@ -21,10 +23,17 @@ type options struct {
 	publisher tick.Publisher
 	recordTx  func(ctx context.Context, tx *sqlx.Tx, r SlotsSkipped) error
 	live      time.Duration
+	// meters and tracers are the OpenTelemetry providers (telemetry.go,
+	// tracing.go); nil means the global ones, read by Open.
+	meters  metric.MeterProvider
+	tracers trace.TracerProvider
+	// unnamedMetrics is WithMetricsPerSchedule(false).
+	unnamedMetrics bool
 }
 
 // defaults are the options of a Scheduler opened without any: the real
-// clock, a live window of 2 minutes, no reports.
+// clock, a live window of 2 minutes, no reports, the global
+// OpenTelemetry providers, metrics per schedule.
 func defaults() options {
 	return options{clock: clockwork.NewRealClock(), live: 2 * time.Minute}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
+	"go.opentelemetry.io/otel"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/todolist"
@@ -28,6 +29,10 @@ type Scheduler struct {
 	list    *todolist.List
 	handler Handler
 	options
+	// ins and tr record the metrics and trace the runs (telemetry.go,
+	// tracing.go), with the providers of the options.
+	ins *instruments
+	tr  tracing
 
 	mu       sync.Mutex
 	declared map[string]Definition // by Sync in this process, if their text does not read back
@@ -51,10 +56,18 @@ func Open(ctx context.Context, db *sqlx.DB, handler Handler, opts ...Option) (*S
 			return nil, fmt.Errorf("schedule: open: %w", err)
 		}
 	}
+	if s.meters == nil {
+		s.meters = otel.GetMeterProvider()
+	}
+	if s.tracers == nil {
+		s.tracers = otel.GetTracerProvider()
+	}
+	s.ins = newInstruments(s.meters, !s.unnamedMetrics)
+	s.tr = newTracing(s.tracers)
 	if err := sqldb.Migrate(ctx, db, "schedule", migrations); err != nil {
 		return nil, fmt.Errorf("schedule: open: %w", err)
 	}
-	list, err := todolist.Open(ctx, db, listName, todolist.WithListClock(s.clock))
+	list, err := todolist.Open(ctx, db, listName, todolist.WithListClock(s.clock), todolist.WithMeterProvider(s.meters))
 	if err != nil {
 		return nil, fmt.Errorf("schedule: open: %w", err)
 	}

@@ -1,0 +1,232 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/passage-of-time/passage/todolist"
+)
+
+// scope is the instrumentation scope of the package's meters and tracers.
+const scope = "github.com/passage-of-time/passage/schedule"
+
+// The instruments a Scheduler records to (see [WithMeterProvider]).
+const (
+	metricFired    = "passage.schedule.runs.fired"
+	metricSkipped  = "passage.schedule.runs.skipped"
+	metricLateness = "passage.schedule.run.lateness"
+)
+
+// scheduleAttribute is the one attribute of the metrics, unless
+// WithMetricsPerSchedule(false): the schedule's name, bounded by the
+// number of schedules (a run's or a slot's id never is one).
+const scheduleAttribute = "schedule"
+
+// latenessBuckets are the bounds, in seconds, of the lateness histogram,
+// those of the to-do lists' (todolist's latenessBuckets): a slot is
+// fired by a processor that MinuteHasPassed drives, within a minute and a
+// little, so the bounds are fine up to 90 s — "within a tick" (≤ 60)
+// reads apart from "a tick was missed" (90, 120); a failed run is retried
+// after its backoff, and a slot caught up after downtime is as late as
+// the downtime was long, minutes to a day.
+var latenessBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 90, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}
+
+// WithMeterProvider sets the OpenTelemetry meter provider the scheduler
+// records its metrics with (default: the global one,
+// otel.GetMeterProvider(), read by Open — a global SDK installed later is
+// used as well, as the API's global delegates). Its to-do list of next
+// slots records the todolist's metrics with it too (list
+// "passage-schedules"). The instruments:
+//
+//   - passage.schedule.runs.fired (counter, {run}): runs this process
+//     fired and committed — the plan's, and those of Trigger and
+//     Backfill; a run whose transaction rolled back (its handler, or
+//     another slot of its batch, failed) is not counted, its retry is;
+//   - passage.schedule.runs.skipped (counter, {slot}): slots reported
+//     skipped (SlotsSkipped, the overlap policy's included) by firings
+//     this process committed, each slot once: a report of 4 slots counts
+//     4;
+//   - passage.schedule.run.lateness (histogram, s): from the instant a
+//     planned slot fell due — the slot plus its jitter offset, when the
+//     schedule has Jitter, so that jitter chosen on purpose is not read
+//     as lateness — to the start of its handler, for each run committed;
+//     a retried run is late by its backoffs as well. Trigger's and
+//     Backfill's runs are not planned, and not measured.
+//
+// Each has the attribute schedule=<name>, unless WithMetricsPerSchedule
+// (false). The counters count what this process did; a schedule's totals
+// over every process are in its row (Scheduler.List: Runs, Skipped).
+// With the API's no-op provider, or the global one while no SDK is
+// installed, recording costs no allocation.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) error {
+		if mp == nil {
+			return ErrWithMeterProviderNil
+		}
+		o.meters = mp
+		return nil
+	}
+}
+
+// WithMetricsPerSchedule says whether the metrics carry the schedule's
+// name (the default) or not: without it, every schedule's runs, skips and
+// lateness add up in one series per instrument.
+//
+// A name costs a series per counter and, for the lateness histogram, a
+// series per bucket and two more (sum, count): 23 series a schedule,
+// held by the SDK and by whatever stores them, for as long as the process
+// runs. A few hundred schedules are cheap; with tens of thousands
+// (100,000 schedules are 2.3 million series), turn it off, and find the
+// late or skipping schedule from its row (Scheduler.List, the dashboard)
+// once the totals say that one is.
+func WithMetricsPerSchedule(on bool) Option {
+	return func(o *options) error {
+		o.unnamedMetrics = !on
+		return nil
+	}
+}
+
+// instruments are a scheduler's metric instruments, and the options each
+// schedule's measurements take, made once per name and kept.
+type instruments struct {
+	fired, skipped metric.Int64Counter
+	lateness       metric.Float64Histogram
+	// perSchedule is false for WithMetricsPerSchedule(false): every
+	// measurement then takes no attribute.
+	perSchedule bool
+
+	mu   sync.Mutex
+	sets map[string]measurementOptions // by schedule name
+}
+
+// measurementOptions are a schedule's attribute set as the options a
+// counter's Add and a histogram's Record take, so that a measurement
+// allocates nothing once its schedule's are made.
+type measurementOptions struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
+
+// newInstruments makes the instruments with mp. An instrument the
+// provider refuses is reported to the global error handler and replaced
+// by a no-op one: telemetry never keeps a scheduler from opening.
+func newInstruments(mp metric.MeterProvider, perSchedule bool) *instruments {
+	meter := mp.Meter(scope)
+	ins := &instruments{perSchedule: perSchedule, sets: map[string]measurementOptions{}}
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		if err != nil || c == nil {
+			errs = append(errs, err)
+			if c == nil {
+				c = noop.Int64Counter{}
+			}
+		}
+		return c
+	}
+	ins.fired = counter(metricFired, "{run}", "Schedule runs this process fired and committed (planned, triggered and backfilled).")
+	ins.skipped = counter(metricSkipped, "{slot}", "Slots a catch-up or overlap policy did not fire, reported by firings this process committed, each slot once.")
+	var err error
+	ins.lateness, err = meter.Float64Histogram(metricLateness, metric.WithUnit("s"),
+		metric.WithDescription("From the instant a planned slot fell due (the slot plus its jitter offset) to the start of its run's handler, for each run committed."),
+		metric.WithExplicitBucketBoundaries(latenessBuckets...))
+	if err != nil || ins.lateness == nil {
+		errs = append(errs, err)
+		if ins.lateness == nil {
+			ins.lateness = noop.Float64Histogram{}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		otel.Handle(fmt.Errorf("schedule: metrics: %w", err))
+	}
+	return ins
+}
+
+// on reports whether any instrument records: false with the no-op
+// provider and with the global one while no SDK is installed, so that
+// nothing is gathered for them.
+func (ins *instruments) on(ctx context.Context) bool {
+	return ins.fired.Enabled(ctx) || ins.skipped.Enabled(ctx) || ins.lateness.Enabled(ctx)
+}
+
+// of returns the measurement options of the named schedule's series,
+// making them on its first measurement; none without per-schedule
+// metrics.
+func (ins *instruments) of(name string) measurementOptions {
+	if !ins.perSchedule {
+		return measurementOptions{}
+	}
+	ins.mu.Lock()
+	defer ins.mu.Unlock()
+	m, ok := ins.sets[name]
+	if !ok {
+		set := metric.WithAttributeSet(attribute.NewSet(attribute.String(scheduleAttribute, name)))
+		m = measurementOptions{add: []metric.AddOption{set}, record: []metric.RecordOption{set}}
+		ins.sets[name] = m
+	}
+	return m
+}
+
+// forget drops a deleted schedule's measurement options. Its series stay
+// in the SDK (a cumulative counter is never taken back); a schedule
+// added again under the name makes them again.
+func (ins *instruments) forget(name string) {
+	ins.mu.Lock()
+	defer ins.mu.Unlock()
+	delete(ins.sets, name)
+}
+
+// ran counts a run that committed outside the processor (Trigger,
+// Backfill): not planned, so not measured for lateness.
+func (ins *instruments) ran(ctx context.Context, name string) {
+	if ins.fired.Enabled(ctx) {
+		ins.fired.Add(ctx, 1, ins.of(name).add...)
+	}
+}
+
+// measured is a planned run of a batch, as its metrics need it.
+type measured struct {
+	schedule string
+	late     float64 // seconds, from the slot's due time to the handler's start
+}
+
+// measureBatch records the metrics of a batch of firings, fs — the runs
+// they recorded, and the reports — once the batch's transaction commits
+// (todolist.AfterCommit): what rolls back was not fired. It gathers
+// nothing while no instrument records.
+func (s *Scheduler) measureBatch(ctx context.Context, fs []firing, reports []SlotsSkipped) {
+	if !s.ins.on(ctx) {
+		return
+	}
+	var runs []measured
+	for i := range fs {
+		if f := &fs[i]; f.fired == 1 {
+			runs = append(runs, measured{schedule: f.st.Name, late: f.start.Sub(f.d.due(f.run.Slot)).Seconds()})
+		}
+	}
+	if len(runs) == 0 && len(reports) == 0 {
+		return
+	}
+	record := func(ctx context.Context) {
+		for _, r := range runs {
+			m := s.ins.of(r.schedule)
+			s.ins.fired.Add(ctx, 1, m.add...)
+			s.ins.lateness.Record(ctx, r.late, m.record...)
+		}
+		for _, r := range reports {
+			s.ins.skipped.Add(ctx, r.Count, s.ins.of(r.Schedule).add...)
+		}
+	}
+	if !todolist.AfterCommit(ctx, record) {
+		// fireBatch is a processor's action, whose ctx always takes it;
+		// were it not, counting before the commit beats counting nothing.
+		record(ctx)
+	}
+}

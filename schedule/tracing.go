@@ -1,0 +1,142 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/passage-of-time/passage/internal/timefmt"
+)
+
+// The attributes of a run's span. Unlike a metric's, they may name the
+// run: a span is one run's.
+const (
+	attrSchedule     = "passage.schedule.name"
+	attrSlot         = "passage.schedule.slot"
+	attrSlotID       = "passage.schedule.slot.id"
+	attrRunID        = "passage.schedule.run.id"
+	attrAttempt      = "passage.schedule.run.attempt"
+	attrManual       = "passage.schedule.run.manual"
+	attrStillRunning = "passage.schedule.run.still_running"
+)
+
+// WithTracerProvider sets the OpenTelemetry tracer provider the scheduler
+// traces its runs with (default: the global one, otel.GetTracerProvider(),
+// read by Open; an SDK installed as the global provider later is used as
+// well).
+//
+// Each run's handler runs in a span of its own, "schedule.run <name>": a
+// new trace, linked to the span of the ctx the firing was given — the
+// tick's that caused it when the processor's ctx carries one, or the
+// to-do list's batch span when the list traces its batches (itself
+// linked to the tick's). The span starts and ends with the handler and
+// holds the schedule's name, the slot, the slot id, the run id and the
+// attempt (and, for Trigger's runs, manual); a handler error or panic
+// sets its status to Error and records the error, and ErrStillRunning is
+// marked as still_running, not as an error. The handler's ctx carries the
+// span, so what it traces is its child. A run whose transaction rolls
+// back after its handler returned (another slot of its batch failed) has
+// a span all the same, and a second one when it is fired again.
+//
+// With the API's no-op provider, or the global one while no SDK is
+// installed, no span is started, and a run costs no allocation more.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) error {
+		if tp == nil {
+			return ErrWithTracerProviderNil
+		}
+		o.tracers = tp
+		return nil
+	}
+}
+
+// tracing starts the spans of a scheduler's runs.
+type tracing struct {
+	tracer trace.Tracer
+	// off is set for the API's no-op provider: it never records.
+	off bool
+	// unset is the provider when it is the API's global one before any
+	// SDK was installed: its spans record nothing, at the cost of an
+	// allocation or two each, so none is started until
+	// otel.GetTracerProvider returns something else — an SDK was
+	// installed, and unset delegates to it.
+	unset trace.TracerProvider
+}
+
+func newTracing(tp trace.TracerProvider) tracing {
+	tr := tracing{tracer: tp.Tracer(scope)}
+	switch {
+	case isNoop(tp):
+		tr.off = true
+	case isGlobalUnset(tp):
+		tr.unset = tp
+	}
+	return tr
+}
+
+func isNoop(tp trace.TracerProvider) bool {
+	_, ok := tp.(noop.TracerProvider)
+	return ok
+}
+
+// isGlobalUnset reports whether tp is what otel.GetTracerProvider
+// returns before an SDK is installed: a pointer to tracerProvider of
+// go.opentelemetry.io/otel/internal/global, as todolist tells it too.
+// Should a later API move or rename it, spans are started anyway: they
+// cost allocations, never correctness.
+func isGlobalUnset(tp trace.TracerProvider) bool {
+	t := reflect.TypeOf(tp)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return false
+	}
+	return t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global" && t.Elem().Name() == "tracerProvider"
+}
+
+// on reports whether a span may record. Comparing with unset, a pointer,
+// never panics: values of other types are simply unequal.
+func (tr *tracing) on() bool {
+	return !tr.off && (tr.unset == nil || otel.GetTracerProvider() != tr.unset)
+}
+
+// startRun starts the span of r's handler at start, if spans may record:
+// it returns ctx with the span, or ctx and nil.
+func (tr *tracing) startRun(ctx context.Context, r Run, start time.Time) (context.Context, trace.Span) {
+	if !tr.on() {
+		return ctx, nil
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String(attrSchedule, r.Schedule),
+		attribute.String(attrSlot, timefmt.Format(r.Slot)),
+		attribute.String(attrSlotID, r.SlotID),
+		attribute.String(attrRunID, r.RunID),
+		attribute.Int(attrAttempt, r.Attempt),
+	}
+	if r.Manual {
+		attrs = append(attrs, attribute.Bool(attrManual, true))
+	}
+	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithTimestamp(start), trace.WithAttributes(attrs...)}
+	if link := trace.LinkFromContext(ctx); link.SpanContext.IsValid() {
+		opts = append(opts, trace.WithLinks(link))
+	}
+	return tr.tracer.Start(ctx, "schedule.run "+r.Schedule, opts...)
+}
+
+// endRun ends the span of a handler that returned err at end.
+func endRun(span trace.Span, err error, end time.Time) {
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrStillRunning):
+		span.SetAttributes(attribute.Bool(attrStillRunning, true))
+	default:
+		span.RecordError(err, trace.WithTimestamp(end))
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End(trace.WithTimestamp(end))
+}
