@@ -249,3 +249,48 @@ func TestMetricsCountWhatProcessorsDo(t *testing.T) {
 		})
 	}
 }
+
+// TestTheBacklogGaugeReadsEveryListOpened: every list opened with a
+// provider has its backlog read at each collection — not only the first
+// one, however often each is opened — and only those: a list of the
+// database opened without the provider is not reported.
+func TestTheBacklogGaugeReadsEveryListOpened(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
+		ctx := context.Background()
+		clock := clockwork.NewFakeClockAt(t0)
+		mp, reader := meterReader(t)
+		var one *todolist.List
+		for range 3 {
+			one = openList(t, db, "one", todolist.WithListClock(clock), todolist.WithMeterProvider(mp))
+		}
+		two := openList(t, db, "two", todolist.WithMeterProvider(mp))
+		other := openList(t, db, "other")
+		addItems(t, one, t0.Add(-time.Minute), "parks")
+		_, err := newProcessor(t, one, clock, fail, todolist.WithMaxAttempts(1)).Process(ctx, t0)
+		require.NoError(t, err)
+		addItems(t, one, t0, "a", "b")
+		addItems(t, two, t0.Add(time.Hour), "c")
+		addItems(t, other, t0, "d", "e", "f")
+
+		g, ok := collect(t, reader)["passage.todolist.backlog"].(metricdata.Gauge[int64])
+		require.True(t, ok)
+		got := map[string]int64{}
+		for _, dp := range g.DataPoints {
+			name, ok := dp.Attributes.Value("list")
+			require.True(t, ok)
+			require.Equal(t, 1, dp.Attributes.Len())
+			got[name.AsString()] += dp.Value
+		}
+		require.Equal(t, map[string]int64{"one": 2, "two": 1}, got, "one's parked item is no backlog")
+
+		// A list emptied reports zero, not nothing.
+		require.NoError(t, two.Remove(ctx, "c"))
+		g = collect(t, reader)["passage.todolist.backlog"].(metricdata.Gauge[int64])
+		got = map[string]int64{}
+		for _, dp := range g.DataPoints {
+			name, _ := dp.Attributes.Value("list")
+			got[name.AsString()] += dp.Value
+		}
+		require.Equal(t, map[string]int64{"one": 2, "two": 0}, got)
+	})
+}

@@ -47,8 +47,6 @@ const (
 // queries holds the shared statements, rebound for one database.
 type queries struct {
 	add, remove, parked, reactivate, stats, allStats, count string
-	// pending counts a list's unparked items, for the backlog gauge.
-	pending string
 }
 
 func newQueries(db *sqlx.DB) queries {
@@ -62,7 +60,6 @@ WHERE list = ? AND id = ? AND parked = 1`),
 		stats:    db.Rebind(statsQuery(`WHERE list = ?`)),
 		allStats: db.Rebind(statsQuery(``)),
 		count:    db.Rebind(countStatement),
-		pending:  db.Rebind(`SELECT COUNT(*) FROM todolist_items WHERE list = ? AND parked = 0`),
 	}
 }
 

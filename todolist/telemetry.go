@@ -43,10 +43,6 @@ const listAttribute = "list"
 // overflow bucket, the sum and the count still exact.
 var latenessBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 90, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}
 
-// backlogTimeout bounds the query the backlog gauge makes at each
-// collection: an exporter may collect without a deadline.
-const backlogTimeout = 5 * time.Second
-
 // WithMeterProvider sets the OpenTelemetry meter provider the list and
 // its processors record their metrics with (default: the global one,
 // otel.GetMeterProvider(), read when the list is opened — a global
@@ -72,8 +68,10 @@ const backlogTimeout = 5 * time.Second
 //     backoff as well;
 //   - passage.todolist.backlog (gauge, {item}): the list's pending items
 //     (not parked, due or not, as [Stats].Pending), read from the
-//     database with one indexed count when the metrics are collected and
-//     never while items are worked.
+//     database when the metrics are collected, never while items are
+//     worked: one query on the index of unparked items for every list
+//     opened on the database with the provider (a list opened again
+//     adds nothing).
 //
 // The counters count what this process did; the totals of every process
 // are kept in the database ([Stats]). With the API's no-op provider, or
@@ -136,16 +134,11 @@ func newInstruments(mp metric.MeterProvider, l *List) instruments {
 			ins.lateness = noop.Float64Histogram{}
 		}
 	}
-	_, err = meter.Int64ObservableGauge(metricBacklog, metric.WithUnit("{item}"),
-		metric.WithDescription("Pending to-do items (not parked, due or not), read from the database at each collection."),
-		metric.WithInt64Callback(func(ctx context.Context, o metric.Int64Observer) error {
-			n, err := l.pending(ctx)
-			if err != nil {
-				return err
-			}
-			o.Observe(int64(n), ins.observe...)
-			return nil
-		}))
+	backlog, err := meter.Int64ObservableGauge(metricBacklog, metric.WithUnit("{item}"),
+		metric.WithDescription("Pending to-do items (not parked, due or not), read from the database at each collection."))
+	if err == nil && backlog != nil {
+		err = watchBacklog(meter, backlog, l.db, l.name, ins.observe)
+	}
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		otel.Handle(fmt.Errorf("todolist: metrics of %q: %w", l.name, err))
@@ -157,18 +150,6 @@ func newInstruments(mp metric.MeterProvider, l *List) instruments {
 // start.
 func (ins *instruments) late(ctx context.Context, due, start time.Time) {
 	ins.lateness.Record(ctx, start.Sub(due).Seconds(), ins.record...)
-}
-
-// pending counts the list's items that are not parked, for the backlog
-// gauge: one count on the index of unparked items.
-func (l *List) pending(ctx context.Context) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, backlogTimeout)
-	defer cancel()
-	var n int
-	if err := l.db.GetContext(ctx, &n, l.q.pending, l.name); err != nil {
-		return 0, fmt.Errorf("todolist: count pending items of %q: %w", l.name, err)
-	}
-	return n, nil
 }
 
 // lateBatch records the lateness of each item of a batch whose action
