@@ -70,6 +70,19 @@
 // gains an import: drivers are not a user's extension point (yet), and a
 // third database is a new pair of files and a line in newDriver.
 //
+// # Metrics and traces
+//
+// A Ticker records through the OpenTelemetry metric API
+// (WithMeterProvider; the global provider by default): per unit, the
+// boundaries emitted and skipped, the failed publishes and store calls,
+// and a histogram of the emission lag, from each boundary to its
+// publication. Each event is published in a span of its own
+// (WithTracerProvider), and the ctx given to Publish carries it, so the
+// handlers' spans — a to-do list's actions, a schedule's runs — link to
+// the tick that caused them. The Observer callbacks are called as before.
+// The package imports the API only: the application installs an SDK and
+// an exporter, and without one neither costs an allocation.
+//
 // # Tests
 //
 // AdvanceAndWait advances a fake clock and waits, on a signal rather than a

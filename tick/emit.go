@@ -56,7 +56,7 @@ func (t *Ticker) pass(ctx context.Context, now time.Time, m passMode) (out outco
 			held, lost, lostAt, failed := k.close()
 			// Counted and reported here: Observer's callbacks run on the
 			// emitting goroutine.
-			_ = t.storeFailed(failed)
+			_ = t.storeFailed("", failed)
 			if lost != nil {
 				t.lostLease(lostAt, k.term, lost)
 				if !errors.Is(err, ErrLeaseLost) {
@@ -110,7 +110,7 @@ func (t *Ticker) lease(ctx context.Context, seen *Lease) (*leaseHold, error) {
 	now := t.cfg.clock.Now()
 	l, err := t.store.AcquireLease(ctx, t.cfg.holder, now, t.cfg.ttl)
 	if err != nil {
-		return nil, t.storeFailed(err)
+		return nil, t.storeFailed("", err)
 	}
 	*seen = l
 	if l.Holder != t.cfg.holder {
@@ -119,13 +119,15 @@ func (t *Ticker) lease(ctx context.Context, seen *Lease) (*leaseHold, error) {
 	return &leaseHold{term: l.Term, taken: now}, nil
 }
 
-// storeFailed counts and reports a failed store call; refusals that are
-// the store's job (ErrCursorMoved, ErrLeaseLost) are not failures.
-func (t *Ticker) storeFailed(err error) error {
+// storeFailed counts and reports a failed store call on u's cursor, or
+// on the lease when u is empty; refusals that are the store's job
+// (ErrCursorMoved, ErrLeaseLost) are not failures.
+func (t *Ticker) storeFailed(u Unit, err error) error {
 	if err == nil || errors.Is(err, ErrCursorMoved) || errors.Is(err, ErrLeaseLost) {
 		return err
 	}
 	t.stats.storeFailures.Add(1)
+	t.tel.storeFailed(context.Background(), u)
 	if f := t.cfg.observer.StoreFailed; f != nil {
 		f(err)
 	}
@@ -134,7 +136,7 @@ func (t *Ticker) storeFailed(err error) error {
 
 // advance moves unit's cursor, counting a failure.
 func (t *Ticker) advance(ctx context.Context, u Unit, from, to time.Time, term int64) error {
-	return t.storeFailed(t.store.Advance(ctx, u, from, to, term))
+	return t.storeFailed(u, t.store.Advance(ctx, u, from, to, term))
 }
 
 // emitUnit is one unit's share of a pass.
@@ -142,7 +144,7 @@ func (t *Ticker) emitUnit(ctx context.Context, k *keeper, u Unit, now time.Time,
 	loc := t.cfg.loc
 	cur, err := t.store.Cursor(ctx, u)
 	if err != nil {
-		return t.storeFailed(err)
+		return t.storeFailed(u, err)
 	}
 	if cur.IsZero() {
 		if m.backfill {
@@ -210,11 +212,15 @@ func (t *Ticker) reportSkipped(ctx context.Context, k *keeper, u Unit, policy Ca
 		return time.Time{}, fmt.Errorf("tick: publish %s skip report %s..%s: %w", u, timefmt.Format(s.From), timefmt.Format(s.To), err)
 	}
 	s.EmittedAt = t.cfg.clock.Now()
-	if err := t.publish(ctx, s); err != nil {
+	sctx, span := t.tel.startSkip(ctx, s, s.EmittedAt)
+	err := t.publish(sctx, s)
+	t.endSpan(span, err)
+	if err != nil {
 		err = t.publishErr(k, u, s.From, err)
 		return time.Time{}, fmt.Errorf("tick: publish %s skip report %s..%s: %w", u, timefmt.Format(s.From), timefmt.Format(s.To), err)
 	}
 	t.stats.skipped.Add(s.Count)
+	t.tel.skipped(sctx, u, s.Count)
 	if f := t.cfg.observer.Skipped; f != nil {
 		f(s)
 	}
@@ -247,6 +253,7 @@ func (t *Ticker) publishErr(k *keeper, u Unit, b time.Time, err error) error {
 
 func (t *Ticker) publishFailed(u Unit, b time.Time, err error) {
 	t.stats.failures.Add(1)
+	t.tel.publishFailed(context.Background(), u)
 	if f := t.cfg.observer.PublishFailed; f != nil {
 		f(u, b, err)
 	}
@@ -282,10 +289,15 @@ func (e *emission) emit(ctx context.Context, b time.Time, catchUp bool) error {
 	if err != nil {
 		return err
 	}
-	if err := t.publish(ctx, ev); err != nil {
+	// The handlers get the emission's span in their ctx, to link theirs to.
+	pctx, span := t.tel.startEmit(ctx, e.unit, b, catchUp, at)
+	err = t.publish(pctx, ev)
+	t.endSpan(span, err)
+	if err != nil {
 		return fmt.Errorf("tick: publish %s: %w", ev.ID(), t.publishErr(e.k, e.unit, b, err))
 	}
 	t.stats.emitted.Add(1)
+	t.tel.emitted(pctx, e.unit, b, at)
 	if f := t.cfg.observer.Emitted; f != nil {
 		f(ev, at.Sub(b))
 	}

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Observer receives what a Ticker does, for metrics; nil fields are not
-// called. Callbacks run on the emitting goroutine, one at a time per
+// Observer receives what a Ticker does, for anything the package's own
+// metrics (WithMeterProvider) do not cover; nil fields are not called. Callbacks run on the emitting goroutine, one at a time per
 // ticker, and must be quick.
 type Observer struct {
 	// Emitted is called after each event was published; lag is EmittedAt

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Option configures a Ticker in New. Each option checks its value and New
@@ -21,6 +23,10 @@ type config struct {
 	ttl      time.Duration
 	logger   *slog.Logger
 	observer Observer
+	// meters and tracers are the OpenTelemetry providers; nil for the
+	// global ones, read in New.
+	meters  metric.MeterProvider
+	tracers trace.TracerProvider
 	// retry is the first delay before a failed pass is retried; it doubles
 	// after each failed pass up to retryMax and is reset by a good one.
 	retry, retryMax time.Duration
@@ -234,7 +240,7 @@ func WithLogger(logger *slog.Logger) Option {
 	}
 }
 
-// WithObserver registers callbacks for metrics (see Observer).
+// WithObserver registers callbacks told what the ticker does (see Observer).
 func WithObserver(o Observer) Option {
 	return func(c *config) error {
 		c.observer = o

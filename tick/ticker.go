@@ -36,6 +36,7 @@ type Ticker struct {
 	pub   Publisher
 	store CursorStore
 	stats counters
+	tel   telemetry
 
 	emitMu sync.Mutex // one emission pass at a time
 
@@ -76,7 +77,7 @@ func New(pub Publisher, store CursorStore, opts ...Option) (*Ticker, error) {
 			return nil, fmt.Errorf("%w: WithCatchUp(%s) for a unit the ticker does not publish", ErrInvalidOption, u)
 		}
 	}
-	return &Ticker{cfg: cfg, pub: pub, store: store, progress: newProgress()}, nil
+	return &Ticker{cfg: cfg, pub: pub, store: store, tel: newTelemetry(&cfg), progress: newProgress()}, nil
 }
 
 func contains(units []Unit, u Unit) bool {
@@ -185,7 +186,7 @@ func (t *Ticker) release(ctx context.Context) error {
 	if h == nil {
 		return nil
 	}
-	if err := t.storeFailed(t.store.ReleaseLease(ctx, t.cfg.holder, h.term)); err != nil {
+	if err := t.storeFailed("", t.store.ReleaseLease(ctx, t.cfg.holder, h.term)); err != nil {
 		return fmt.Errorf("tick: stop: %w", err)
 	}
 	return nil

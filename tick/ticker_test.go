@@ -113,6 +113,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"empty holder", pub, store, []Option{WithLease("", time.Minute)}, ErrInvalidOption, "holder"},
 		{"zero ttl", pub, store, []Option{WithLease("a", 0)}, ErrInvalidOption, "ttl"},
 		{"nil logger", pub, store, []Option{WithLogger(nil)}, ErrInvalidOption, "logger"},
+		{"nil meter provider", pub, store, []Option{WithMeterProvider(nil)}, ErrInvalidOption, "WithMeterProvider: meter provider must not be nil"},
+		{"nil tracer provider", pub, store, []Option{WithTracerProvider(nil)}, ErrInvalidOption, "WithTracerProvider: tracer provider must not be nil"},
 		{"zero retry", pub, store, []Option{WithRetryBackoff(0, time.Minute)}, ErrInvalidOption, "WithRetryBackoff: initial delay 0s must be positive"},
 		{"retry max below initial", pub, store, []Option{WithRetryBackoff(time.Minute, time.Second)}, ErrInvalidOption, "max 1s is shorter"},
 	}

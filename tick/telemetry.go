@@ -1,0 +1,192 @@
+package tick
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+)
+
+// scope is the instrumentation scope of the package's meters and tracers.
+const scope = "github.com/passage-of-time/passage/tick"
+
+// The instruments a Ticker records to (see WithMeterProvider). The ticker
+// binary exported them under these names from an Observer before the
+// package recorded them, so dashboards and alerts written then still read.
+const (
+	metricEmitted        = "passage.tick.boundaries.emitted"
+	metricSkipped        = "passage.tick.boundaries.skipped"
+	metricPublishFailure = "passage.tick.publish.failures"
+	metricStoreFailure   = "passage.tick.store.failures"
+	metricLag            = "passage.tick.emission.lag"
+)
+
+// unitAttribute is the metrics' one attribute: a unit of time, of bounded
+// cardinality.
+const unitAttribute = "unit"
+
+// lagBuckets are the bounds, in seconds, of the emission lag histogram. A
+// live boundary is emitted milliseconds after it passes; a catch-up after
+// downtime, minutes to days (a week is the default policy's window).
+// Anything later is in the overflow bucket, the sum and the count still
+// exact.
+var lagBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 6 * 3600, 24 * 3600, 7 * 24 * 3600}
+
+// WithMeterProvider sets the OpenTelemetry meter provider the ticker
+// records its metrics with (default: the global one,
+// otel.GetMeterProvider(), read in New — a global provider installed
+// later is used as well, as the API's global delegates, but what is
+// recorded before it is installed is lost, so an application installs
+// its provider first). Every instrument but one case of the store
+// failures has one attribute, "unit":
+//
+//   - passage.tick.boundaries.emitted (counter, {boundary}): events
+//     published, as Observer.Emitted is told;
+//   - passage.tick.boundaries.skipped (counter, {boundary}): boundaries
+//     a catch-up policy left out, each counted once, when the
+//     TicksSkipped reporting them was published (never as emitted);
+//   - passage.tick.publish.failures (counter, {failure}): failed publish
+//     calls, of a boundary or of a skip report; the boundary is retried;
+//   - passage.tick.store.failures (counter, {failure}): failed
+//     CursorStore calls, as Observer.StoreFailed is told; reading or
+//     writing a unit's cursor is counted with the unit, a call on the
+//     lease (take, renew, release), which is no one unit's, without
+//     attributes;
+//   - passage.tick.emission.lag (histogram, s): from each boundary to its
+//     publication, by the ticker's clock: milliseconds when live, as long
+//     as the ticker was down for a catch-up.
+//
+// Each unit's counters are recorded at zero in New, so that their series
+// exist before its first boundary passes. With the API's no-op provider,
+// or the global one while no SDK is installed, recording costs no
+// allocation.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) error {
+		if mp == nil {
+			return fmt.Errorf("%w: WithMeterProvider: meter provider must not be nil", ErrInvalidOption)
+		}
+		c.meters = mp
+		return nil
+	}
+}
+
+// instruments are a ticker's metric instruments.
+type instruments struct {
+	emitted, skipped, publishFailures, storeFailures metric.Int64Counter
+	lag                                              metric.Float64Histogram
+}
+
+// unitTelemetry is what one unit records with, made once in New so that
+// recording and tracing allocate nothing that can be made in advance.
+type unitTelemetry struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+	// attr is the unit's span attribute, span the name of its emission's
+	// span, and skipSpan that of its skip reports'.
+	attr           attribute.KeyValue
+	span, skipSpan string
+}
+
+// telemetry is a ticker's metrics and tracing.
+type telemetry struct {
+	ins   instruments
+	units map[Unit]*unitTelemetry
+	// nameless is for what is no one unit's: the lease's store calls.
+	nameless []metric.AddOption
+	tr       tracing
+}
+
+// newTelemetry makes the instruments and per-unit options of cfg. An
+// instrument the provider refuses is reported to the global error handler
+// and replaced by a no-op one: telemetry never keeps a ticker from being
+// made.
+func newTelemetry(cfg *config) telemetry {
+	mp, tp := cfg.meters, cfg.tracers
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	meter := mp.Meter(scope)
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		if err != nil || c == nil {
+			errs = append(errs, fmt.Errorf("instrument %s: %w", name, err))
+			if c == nil {
+				c = noop.Int64Counter{}
+			}
+		}
+		return c
+	}
+	ins := instruments{
+		emitted:         counter(metricEmitted, "{boundary}", "Boundaries published."),
+		skipped:         counter(metricSkipped, "{boundary}", "Boundaries a catch-up policy did not emit, reported as TicksSkipped."),
+		publishFailures: counter(metricPublishFailure, "{failure}", "Failed publish calls, of a boundary or a skip report; the boundary is retried."),
+		storeFailures:   counter(metricStoreFailure, "{failure}", "Failed cursor or lease store calls."),
+	}
+	lag, err := meter.Float64Histogram(metricLag, metric.WithUnit("s"),
+		metric.WithDescription("Delay between a boundary and its publication."),
+		metric.WithExplicitBucketBoundaries(lagBuckets...))
+	if err != nil || lag == nil {
+		errs = append(errs, fmt.Errorf("instrument %s: %w", metricLag, err))
+		if lag == nil {
+			lag = noop.Float64Histogram{}
+		}
+	}
+	ins.lag = lag
+	if err := errors.Join(errs...); err != nil {
+		otel.Handle(fmt.Errorf("tick: metrics: %w", err))
+	}
+
+	tel := telemetry{ins: ins, units: make(map[Unit]*unitTelemetry, len(cfg.units)), tr: newTracing(tp)}
+	ctx := context.Background()
+	for _, u := range cfg.units {
+		set := metric.WithAttributeSet(attribute.NewSet(attribute.String(unitAttribute, string(u))))
+		ut := &unitTelemetry{
+			add:      []metric.AddOption{set},
+			record:   []metric.RecordOption{set},
+			attr:     attribute.String(attrUnit, string(u)),
+			span:     "tick.emit " + string(u),
+			skipSpan: "tick.skip " + string(u),
+		}
+		tel.units[u] = ut
+		for _, c := range []metric.Int64Counter{ins.emitted, ins.skipped, ins.publishFailures, ins.storeFailures} {
+			c.Add(ctx, 0, ut.add...)
+		}
+	}
+	return tel
+}
+
+// emitted records a boundary b of u published at at.
+func (tel *telemetry) emitted(ctx context.Context, u Unit, b, at time.Time) {
+	ut := tel.units[u]
+	tel.ins.emitted.Add(ctx, 1, ut.add...)
+	tel.ins.lag.Record(ctx, at.Sub(b).Seconds(), ut.record...)
+}
+
+// skipped records n boundaries of u reported skipped.
+func (tel *telemetry) skipped(ctx context.Context, u Unit, n int64) {
+	tel.ins.skipped.Add(ctx, n, tel.units[u].add...)
+}
+
+// publishFailed records a failed publish of u's.
+func (tel *telemetry) publishFailed(ctx context.Context, u Unit) {
+	tel.ins.publishFailures.Add(ctx, 1, tel.units[u].add...)
+}
+
+// storeFailed records a failed store call, of u's or, when u is empty, of
+// the lease's.
+func (tel *telemetry) storeFailed(ctx context.Context, u Unit) {
+	opts := tel.nameless
+	if ut, ok := tel.units[u]; ok {
+		opts = ut.add
+	}
+	tel.ins.storeFailures.Add(ctx, 1, opts...)
+}
