@@ -39,6 +39,7 @@ func (x *execution) await(signal string, timeout time.Duration) (json.RawMessage
 		return nil, false, x.cancelNow()
 	}
 	var until time.Time
+	waited := false // the wait began in an earlier execution: its timeout is a wake-up
 	switch e := x.peek().(type) {
 	case awaitStarted:
 		if e.Signal != signal || e.Seq != seq {
@@ -46,7 +47,7 @@ func (x *execution) await(signal string, timeout time.Duration) (json.RawMessage
 			return nil, false, ErrSuspended
 		}
 		x.next++
-		until = e.Until
+		until, waited = e.Until, true
 	case nil:
 		if x.cancel {
 			return nil, false, x.cancelNow()
@@ -84,6 +85,9 @@ func (x *execution) await(signal string, timeout time.Duration) (json.RawMessage
 	}
 	if !x.now().Before(until) {
 		x.record(awaitTimedOut{Seq: seq})
+		if waited {
+			x.resumed(until)
+		}
 		return nil, false, nil
 	}
 	x.suspend(until)

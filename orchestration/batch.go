@@ -37,13 +37,13 @@ func (e *Engine) wakeBatch(ctx context.Context, items []todolist.Item) ([]error,
 		done     []*loaded
 	)
 	for i, it := range items {
-		x, fn, err := e.prepare(ctx, it.ID, histories[streams[i]])
+		x, wf, err := e.prepare(ctx, it.ID, histories[streams[i]])
 		if err != nil || x == nil {
 			outcomes[i] = err
 			continue
 		}
-		out, runErr := callWorkflow(fn, x, x.input)
-		if err := e.finish(ctx, x, out, runErr); err != nil {
+		out, runErr := callWorkflow(wf.run, x, x.input)
+		if err := e.finish(x.ctx, x, out, runErr); err != nil {
 			outcomes[i] = err
 			continue
 		}
@@ -69,12 +69,12 @@ func (e *Engine) wakeBatch(ctx context.Context, items []todolist.Item) ([]error,
 			}
 		}
 	}
+	conflicted := map[string]bool{}
 	err = e.inTx(ctx, func(tx *sqlx.Tx) error {
 		results, overtook, err := e.appendPastInbox(ctx, tx, appends, versions)
 		if err != nil {
 			return err
 		}
-		conflicted := map[string]bool{}
 		for j, r := range results {
 			if r.Conflict != nil {
 				outcomes[owners[j]] = r.Conflict
@@ -103,6 +103,15 @@ func (e *Engine) wakeBatch(ctx context.Context, items []todolist.Item) ([]error,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("orchestration: wake %d instances: %w", len(items), err)
+	}
+	// Counted now that it is committed: a write that lost to another
+	// execution's, or that never committed, counts nothing, and the
+	// execution that replays the instance afterwards counts what it
+	// records.
+	for _, x := range writers {
+		if !conflicted[x.stream] {
+			x.committed(x.ctx, x.pending)
+		}
 	}
 	return outcomes, nil
 }

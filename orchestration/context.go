@@ -39,6 +39,7 @@ type Context interface {
 // and records what the history does not hold yet.
 type execution struct {
 	engine   *Engine
+	wf       *workflow // nil for a replay of an exported history
 	ctx      context.Context
 	instance string
 	stream   string
@@ -73,6 +74,12 @@ type execution struct {
 	// overtook is set when the execution recorded its answers after
 	// signals or a cancel it has not seen: it must wake again at once.
 	overtook bool
+
+	// late holds the lateness (seconds) of the wake-ups the function
+	// resumed past, until what it recorded is committed (committed);
+	// lateBuf backs the first few.
+	late    []float64
+	lateBuf [2]float64
 }
 
 func (x *execution) execution() *execution { return x }
@@ -163,6 +170,7 @@ func (x *execution) flush() {
 		return
 	}
 	x.version = res.Version
+	x.committed(x.ctx, x.pending)
 	x.pending = x.pending[:0]
 }
 

@@ -48,6 +48,17 @@
 // (orchestration/workflowcheck) flags time.Now, time.Sleep, math/rand, go
 // statements and map ranges in workflow functions.
 //
+// # Observability
+//
+// An engine records metrics through the OpenTelemetry API
+// (WithMeterProvider; the global provider by default, a no-op until the
+// application installs an SDK): instances started, completed, failed,
+// cancelled and stuck, and the lateness of wake-ups (a delay's end to
+// the moment the function resumed past it), each by workflow name. They
+// are counted when what they count is committed, so an execution that
+// crashed or lost its write to another one counts nothing, and every
+// transition counts once however often an instance is replayed.
+//
 // # Storage
 //
 // An engine stores through the event store and a to-do list, whose drivers

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/passage-of-time/passage/eventstore"
 	"github.com/passage-of-time/passage/todolist"
@@ -27,7 +29,12 @@ type Engine struct {
 	clock clockwork.Clock
 
 	mu        sync.RWMutex
-	workflows map[string]func(x *execution, input json.RawMessage) (json.RawMessage, error)
+	workflows map[string]*workflow
+
+	// meters is the OpenTelemetry meter provider (telemetry.go; the
+	// global one unless an option set it); ins are its instruments.
+	meters metric.MeterProvider
+	ins    instruments
 
 	// fault, when set (tests), is asked before each append of an
 	// execution, with the events about to be appended; an error stands
@@ -55,12 +62,16 @@ func New(ctx context.Context, db *sqlx.DB, opts ...Option) (*Engine, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: nil db", ErrInvalidArgument)
 	}
-	e := &Engine{db: db, clock: clockwork.NewRealClock(), workflows: map[string]func(*execution, json.RawMessage) (json.RawMessage, error){}}
+	e := &Engine{db: db, clock: clockwork.NewRealClock(), workflows: map[string]*workflow{}}
 	for _, o := range opts {
 		if err := o(e); err != nil {
 			return nil, err
 		}
 	}
+	if e.meters == nil {
+		e.meters = otel.GetMeterProvider()
+	}
+	e.ins = newInstruments(e.meters)
 	reg, err := registry()
 	if err != nil {
 		return nil, fmt.Errorf("orchestration: %w", err)
@@ -68,7 +79,7 @@ func New(ctx context.Context, db *sqlx.DB, opts ...Option) (*Engine, error) {
 	if e.store, err = eventstore.Open(ctx, db, reg, eventstore.WithClock(e.clock)); err != nil {
 		return nil, fmt.Errorf("orchestration: %w", err)
 	}
-	if e.list, err = todolist.Open(ctx, db, listName, todolist.WithListClock(e.clock)); err != nil {
+	if e.list, err = todolist.Open(ctx, db, listName, todolist.WithListClock(e.clock), todolist.WithMeterProvider(e.meters)); err != nil {
 		return nil, fmt.Errorf("orchestration: %w", err)
 	}
 	return e, nil
@@ -85,18 +96,30 @@ func Register[I, O any](e *Engine, name string, fn func(Context, I) (O, error)) 
 	if _, dup := e.workflows[name]; dup {
 		return fmt.Errorf("%w: workflow %q is registered twice", ErrInvalidArgument, name)
 	}
-	e.workflows[name] = func(x *execution, input json.RawMessage) (json.RawMessage, error) {
-		var in I
-		if err := json.Unmarshal(input, &in); err != nil {
-			return nil, fmt.Errorf("orchestration: workflow %q: input does not fit %T: %w", name, in, err)
-		}
-		out, err := fn(x, in)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(out)
+	e.workflows[name] = &workflow{
+		name: name,
+		run: func(x *execution, input json.RawMessage) (json.RawMessage, error) {
+			var in I
+			if err := json.Unmarshal(input, &in); err != nil {
+				return nil, fmt.Errorf("orchestration: workflow %q: input does not fit %T: %w", name, in, err)
+			}
+			out, err := fn(x, in)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(out)
+		},
+		measured: newMeasured(name),
 	}
 	return nil
+}
+
+// workflow is a registered workflow: its function, taking and returning
+// JSON, and its metrics' attributes, made once.
+type workflow struct {
+	name string
+	run  func(x *execution, input json.RawMessage) (json.RawMessage, error)
+	measured
 }
 
 func streamOf(instance string) string { return "workflow/" + instance }
@@ -117,7 +140,7 @@ func Start[I any](ctx context.Context, e *Engine, workflow, instance string, inp
 		return Status{}, err
 	}
 	e.mu.RLock()
-	_, known := e.workflows[workflow]
+	wf, known := e.workflows[workflow]
 	e.mu.RUnlock()
 	if !known {
 		return Status{}, fmt.Errorf("%w: %q", ErrUnknownWorkflow, workflow)
@@ -127,14 +150,19 @@ func Start[I any](ctx context.Context, e *Engine, workflow, instance string, inp
 		return Status{}, fmt.Errorf("%w: input of %s: %v", ErrInvalidArgument, instance, err)
 	}
 	now := e.clock.Now()
+	started := workflowStarted{Workflow: workflow, Input: in, At: now}
 	err = e.inTx(ctx, func(tx *sqlx.Tx) error {
-		if _, err := e.store.AppendTx(ctx, tx, streamOf(instance), eventstore.NoStream, workflowStarted{Workflow: workflow, Input: in, At: now}); err != nil {
+		if _, err := e.store.AppendTx(ctx, tx, streamOf(instance), eventstore.NoStream, started); err != nil {
 			return err
 		}
 		return e.list.AddTx(ctx, tx, instance, now)
 	})
-	if err != nil && !errors.Is(err, eventstore.ErrWrongExpectedVersion) {
+	existing := errors.Is(err, eventstore.ErrWrongExpectedVersion)
+	if err != nil && !existing {
 		return Status{}, fmt.Errorf("orchestration: start %s: %w", instance, err)
+	}
+	if err == nil {
+		e.ins.started.Add(ctx, 1, wf.add...) // committed: counted once
 	}
 	return e.Status(ctx, instance)
 }
@@ -251,7 +279,7 @@ type loaded struct {
 
 // prepare makes an execution of an instance's history; nil when there is
 // nothing to run (unknown or finished).
-func (e *Engine) prepare(ctx context.Context, instance string, history []eventstore.Recorded) (*loaded, func(*execution, json.RawMessage) (json.RawMessage, error), error) {
+func (e *Engine) prepare(ctx context.Context, instance string, history []eventstore.Recorded) (*loaded, *workflow, error) {
 	if len(history) == 0 {
 		return nil, nil, nil
 	}
@@ -260,12 +288,12 @@ func (e *Engine) prepare(ctx context.Context, instance string, history []eventst
 		return nil, nil, nil
 	}
 	e.mu.RLock()
-	fn, ok := e.workflows[st.Workflow]
+	wf, ok := e.workflows[st.Workflow]
 	e.mu.RUnlock()
 	if !ok {
 		return nil, nil, fmt.Errorf("orchestration: wake %s: %w: %q is not registered in this process", instance, ErrUnknownWorkflow, st.Workflow)
 	}
-	x := &execution{engine: e, ctx: ctx, instance: instance, stream: streamOf(instance), history: history, consumed: map[int64]bool{}}
+	x := &execution{engine: e, wf: wf, ctx: ctx, instance: instance, stream: streamOf(instance), history: history, consumed: map[int64]bool{}}
 	for _, r := range history {
 		switch ev := r.Event.(type) {
 		case cancelRequested:
@@ -278,7 +306,7 @@ func (e *Engine) prepare(ctx context.Context, instance string, history []eventst
 		}
 		x.version = r.Version
 	}
-	return &loaded{x, history[0].Event.(workflowStarted).Input}, fn, nil
+	return &loaded{x, history[0].Event.(workflowStarted).Input}, wf, nil
 }
 
 // callWorkflow runs the function, turning a panic into an error.
@@ -362,12 +390,12 @@ func (e *Engine) Replay(ctx context.Context, instance string) error {
 	}
 	st := fold(instance, history)
 	e.mu.RLock()
-	fn, ok := e.workflows[st.Workflow]
+	wf, ok := e.workflows[st.Workflow]
 	e.mu.RUnlock()
 	if !ok {
 		return fmt.Errorf("orchestration: replay %s: %w: %q", instance, ErrUnknownWorkflow, st.Workflow)
 	}
-	return replay(ctx, e, fn, instance, history)
+	return replay(ctx, e, wf.run, instance, history)
 }
 
 // State is where an instance is.

@@ -27,9 +27,9 @@ type world struct {
 	p     *todolist.Processor
 }
 
-func newWorld(t *testing.T, db *sqlx.DB, clock *clockwork.FakeClock, register func(*Engine)) *world {
+func newWorld(t *testing.T, db *sqlx.DB, clock *clockwork.FakeClock, register func(*Engine), opts ...Option) *world {
 	t.Helper()
-	e, err := New(context.Background(), db, WithClock(clock))
+	e, err := New(context.Background(), db, append([]Option{WithClock(clock)}, opts...)...)
 	require.NoError(t, err)
 	register(e)
 	p, err := e.Processor(todolist.WithBackoff(time.Second, time.Minute))

@@ -29,10 +29,11 @@ func (x *execution) sleep(until func() time.Time) error {
 		return x.cancelNow()
 	}
 	var end time.Time
+	slept := false // the delay began in an earlier execution: ending it is a wake-up
 	switch e := x.peek().(type) {
 	case timerScheduled:
 		x.next++
-		end = e.Until
+		end, slept = e.Until, true
 	case nil:
 		if x.cancel {
 			return x.cancelNow()
@@ -65,6 +66,9 @@ func (x *execution) sleep(until func() time.Time) error {
 	if !x.now().Before(end) {
 		// Already over (a replay catching up): go on now, no round trip.
 		x.record(timerFired{Seq: seq})
+		if slept {
+			x.resumed(end)
+		}
 		return nil
 	}
 	x.suspend(end)

@@ -186,8 +186,13 @@ func (x *execution) runStep(name string, fn func(context.Context, StepInfo) (jso
 			return nil, ErrSuspended
 		}
 	}
-	key := fmt.Sprintf("%s/%d/%s", x.instance, x.stepAt, name)
-	result, err := callStep(x.ctx, fn, StepInfo{Instance: x.instance, Name: name, Attempt: attempts, Key: key})
+	if x.attempts > 0 {
+		// A retry, woken when its wait was over; noted after the flush
+		// above, so it is committed with this attempt's outcome.
+		x.resumed(x.retryAt)
+	}
+	info := StepInfo{Instance: x.instance, Name: name, Attempt: attempts, Key: fmt.Sprintf("%s/%d/%s", x.instance, x.stepAt, name)}
+	result, err := callStep(x.ctx, fn, info)
 	switch {
 	case err == nil:
 		// Recorded with the next append: before the next side effect, or

@@ -1,0 +1,181 @@
+package orchestration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+)
+
+// scope is the instrumentation scope of the package's meters and tracers.
+const scope = "github.com/passage-of-time/passage/orchestration"
+
+// The instruments an engine records to (see [WithMeterProvider]).
+const (
+	metricStarted   = "passage.workflow.started"
+	metricCompleted = "passage.workflow.completed"
+	metricFailed    = "passage.workflow.failed"
+	metricStuck     = "passage.workflow.stuck"
+	metricCancelled = "passage.workflow.cancelled"
+	metricLateness  = "passage.workflow.wakeup.lateness"
+)
+
+// workflowAttribute is the one attribute of the metrics: the workflow's
+// name, bounded by the workflows registered (an instance's id never is
+// one).
+const workflowAttribute = "workflow"
+
+// latenessBuckets are the bounds, in seconds, of the lateness histogram,
+// those of the to-do lists' (an instance wakes up as an item of one): a
+// processor driven by MinuteHasPassed resumes an instance within a minute
+// and a little, so the bounds are fine up to 90 s — "within a tick"
+// (≤ 60) reads apart from "a tick was missed" (90, 120); an instance due
+// while the processes were down waits as long as they were down, minutes
+// to a day. Anything later is in the overflow bucket, the sum and the
+// count still exact.
+var latenessBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 90, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}
+
+// WithMeterProvider sets the OpenTelemetry meter provider the engine
+// records its metrics with (default: the global one,
+// otel.GetMeterProvider(), read by New — a global SDK installed later is
+// used as well, as the API's global delegates). The engine's to-do list
+// of wake-ups records the todolist's metrics with it too (list
+// "passage-workflows"). The instruments, each with the attribute
+// workflow=<name>:
+//
+//   - passage.workflow.started (counter, {instance}): instances this
+//     process started (Start of an id that exists already starts none);
+//   - passage.workflow.completed, .failed, .cancelled and .stuck
+//     (counters, {instance}): instances whose end this process recorded —
+//     completed, failed (after their compensations), cancelled, or stuck
+//     (a replay that disagreed with the history);
+//   - passage.workflow.wakeup.lateness (histogram, s): from the instant a
+//     delay an instance slept on was over — a Sleep's end, an Await's
+//     timeout, a failed step's retry time — to the moment the function
+//     resumed past it (the step after it starts then), by the engine's
+//     clock, once per wake-up. A delay already over when the function
+//     first reaches it is no wake-up, and not measured.
+//
+// Everything is counted when it is committed, never when it is decided:
+// an execution that crashed, or lost its write to another one (an
+// optimistic-concurrency conflict), counts nothing, and the execution
+// that replays the instance after it counts what it records. So each
+// transition counts once however often the instance was replayed. The
+// counters count what this process did. With the API's no-op provider,
+// or the global one while no SDK is installed, recording costs no
+// allocation.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(e *Engine) error {
+		if mp == nil {
+			return fmt.Errorf("%w: WithMeterProvider: nil meter provider", ErrInvalidArgument)
+		}
+		e.meters = mp
+		return nil
+	}
+}
+
+// instruments are an engine's metric instruments.
+type instruments struct {
+	started, completed, failed, stuck, cancelled metric.Int64Counter
+	lateness                                     metric.Float64Histogram
+}
+
+// newInstruments makes the instruments with mp. An instrument the
+// provider refuses is reported to the global error handler and replaced
+// by a no-op one: telemetry never keeps an engine from starting.
+func newInstruments(mp metric.MeterProvider) instruments {
+	meter := mp.Meter(scope)
+	var errs []error
+	counter := func(name, desc string) metric.Int64Counter {
+		c, err := meter.Int64Counter(name, metric.WithUnit("{instance}"), metric.WithDescription(desc))
+		if err != nil || c == nil {
+			errs = append(errs, err)
+			if c == nil {
+				c = noop.Int64Counter{}
+			}
+		}
+		return c
+	}
+	ins := instruments{
+		started:   counter(metricStarted, "Workflow instances started by this process."),
+		completed: counter(metricCompleted, "Workflow instances whose completion this process recorded."),
+		failed:    counter(metricFailed, "Workflow instances whose failure this process recorded, after their compensations."),
+		stuck:     counter(metricStuck, "Workflow instances this process found stuck: their replay disagreed with their history."),
+		cancelled: counter(metricCancelled, "Workflow instances whose cancellation this process recorded, after their compensations."),
+	}
+	var err error
+	ins.lateness, err = meter.Float64Histogram(metricLateness, metric.WithUnit("s"),
+		metric.WithDescription("From the end of a delay a workflow instance slept on to the moment it resumed past it."),
+		metric.WithExplicitBucketBoundaries(latenessBuckets...))
+	if err != nil || ins.lateness == nil {
+		errs = append(errs, err)
+		if ins.lateness == nil {
+			ins.lateness = noop.Float64Histogram{}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		otel.Handle(fmt.Errorf("orchestration: metrics: %w", err))
+	}
+	return ins
+}
+
+// measured is a workflow's attribute set, made once at Register into the
+// options each measurement takes, so that recording allocates nothing.
+type measured struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
+
+func newMeasured(workflow string) measured {
+	set := metric.WithAttributeSet(attribute.NewSet(attribute.String(workflowAttribute, workflow)))
+	return measured{add: []metric.AddOption{set}, record: []metric.RecordOption{set}}
+}
+
+// committed records what events of x, now committed, tell: the end of the
+// instance if one of them is it, and the lateness of the wake-ups they
+// resumed past (x.late). It is called after each commit of x's events
+// and never before, so a write that is lost counts nothing.
+func (x *execution) committed(ctx context.Context, events []any) {
+	wf, ins := x.wf, &x.engine.ins
+	if wf != nil && ins.started != nil {
+		for _, ev := range events {
+			var c metric.Int64Counter
+			switch ev.(type) {
+			case workflowCompleted:
+				c = ins.completed
+			case workflowFailed:
+				c = ins.failed
+			case workflowCancelled:
+				c = ins.cancelled
+			case workflowStuck:
+				c = ins.stuck
+			default:
+				continue
+			}
+			c.Add(ctx, 1, wf.measured.add...)
+		}
+		for _, s := range x.late {
+			ins.lateness.Record(ctx, s, wf.measured.record...)
+		}
+	}
+	x.late = x.late[:0]
+}
+
+// resumed notes that the function resumes past a delay that was over at
+// due, a wake-up, for committed to record with what the execution
+// records. The first few fit in the execution: noting costs no
+// allocation.
+func (x *execution) resumed(due time.Time) {
+	if x.replayOnly {
+		return
+	}
+	if x.late == nil {
+		x.late = x.lateBuf[:0]
+	}
+	x.late = append(x.late, x.now().Sub(due).Seconds())
+}

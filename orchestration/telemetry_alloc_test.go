@@ -1,0 +1,45 @@
+package orchestration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/passage-of-time/passage/internal/sqldbtest"
+)
+
+// Recording costs no allocation without an SDK: with the global provider
+// none was installed in, and with the API's no-op provider. An execution
+// notes the lateness of its wake-ups and counts its end when its write
+// commits.
+func TestTelemetryWithoutAnSDKAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	db, _ := sqldbtest.SQLite(t)
+	ctx := context.Background()
+	for name, opts := range map[string][]Option{
+		"global": nil,
+		"no-op":  {WithMeterProvider(noop.NewMeterProvider())},
+	} {
+		clock := clockwork.NewFakeClockAt(t0)
+		e, err := New(ctx, db.DB, append(opts, WithClock(clock))...)
+		require.NoError(t, err)
+		require.NoError(t, Register(e, "nap", func(Context, int) (int, error) { return 0, nil }))
+		wf := e.workflows["nap"]
+		x := &execution{engine: e, wf: wf, ctx: ctx, instance: "i"}
+		events := []any{timerFired{Seq: 0}, stepCompleted{Name: "a"}, workflowCompleted{}, workflowFailed{}, workflowCancelled{}, workflowStuck{}}
+		allocs := testing.AllocsPerRun(100, func() {
+			e.ins.started.Add(ctx, 1, wf.add...)
+			x.late = nil // as a new execution's
+			x.resumed(t0.Add(-time.Minute))
+			x.resumed(t0.Add(-time.Second))
+			x.committed(ctx, events)
+		})
+		require.Zero(t, allocs, name)
+	}
+}
