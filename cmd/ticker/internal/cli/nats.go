@@ -43,6 +43,7 @@ func (f *runFlags) checkNATS() error {
 	if len(f.webhooks) == 0 && f.given("webhook-secret-env") {
 		return usagef("--webhook-secret-env: signs webhook bodies, and no --webhook is given (NATS messages are not signed)")
 	}
+	// The window is withNATS's to work out; any positive one passes here.
 	_, err := sink.CheckNATS(sink.NATSConfig{URL: f.nats.url, Prefix: f.nats.prefix, Stream: f.nats.stream, Window: time.Minute})
 	if err != nil {
 		// "--nats: subject prefix "a.*": token …", without the sentinel's
@@ -64,13 +65,19 @@ func (f *runFlags) withNATS(ctx context.Context, senders []sender) ([]sender, er
 	window := natsWindow(f.backoff, f.attempts, f.leaseTTL)
 	n, err := sink.NewNATS(ctx, sink.NATSConfig{URL: f.nats.url, Prefix: f.nats.prefix, Stream: f.nats.stream, Window: window})
 	if errors.Is(err, natsjs.ErrDuplicateWindow) {
-		return nil, fmt.Errorf("--nats: %w; %v is how long a record may be published again after the server stored it: the relay retries a refused record %d times (--webhook-attempts), waiting --webhook-backoff %v doubled up to %v between tries and up to %v for each ack, and a replica takes the lease over after --lease-ttl %v; lower those flags or widen the stream's window",
+		return nil, fmt.Errorf("--nats: %w; %v is how long a record may be published again after the server stored it: the relay tries a record up to %d times (--webhook-attempts), waiting --webhook-backoff %v doubled up to %v between tries and up to %v for each ack, and a replica takes the lease over after --lease-ttl %v; lower those flags or widen the stream's window",
 			err, window, f.attempts, f.backoff, max(f.backoff, relayBackoffMax), sink.NATSPublishTimeout, f.leaseTTL)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--nats: %w", err)
 	}
-	name := fmt.Sprintf("nats %s stream %s (%s.>)", n.URL(), n.Stream(), n.Prefix())
+	// The checkpoint's key: the servers without credentials (a password
+	// changed is the same sink), the stream and the subjects.
+	servers := n.URL()
+	if len(servers) > 200 {
+		servers = servers[:200] + "…"
+	}
+	name := fmt.Sprintf("nats %s stream %s (%s.>)", servers, n.Stream(), n.Prefix())
 	return append(senders, sender{name: name, send: n.Send, parallel: relayParallel, close: n.Close}), nil
 }
 

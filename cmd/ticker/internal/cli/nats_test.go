@@ -411,7 +411,7 @@ func TestRunRefusesAStreamWithATooShortDuplicateWindow(t *testing.T) {
 	res := run(t, clock, nil, "run", "--once", "--db", db, "--units", "minute", "--nats", url, "--nats-prefix", prefix)
 	require.Equal(t, cli.ExitError, res.code, res.stderr)
 	require.Contains(t, res.stderr, "ticker run: --nats: sink: NATS "+url+": natsjs: duplicate window too short: stream "+stream+" keeps message ids for 1s, less than the 2h6m0s asked for")
-	require.Contains(t, res.stderr, "2h6m0s is how long a record may be published again after the server stored it: the relay retries a refused record 360 times (--webhook-attempts), waiting --webhook-backoff 200ms doubled up to 10s between tries and up to 10s for each ack, and a replica takes the lease over after --lease-ttl 30s")
+	require.Contains(t, res.stderr, "2h6m0s is how long a record may be published again after the server stored it: the relay tries a record up to 360 times (--webhook-attempts), waiting --webhook-backoff 200ms doubled up to 10s between tries and up to 10s for each ack, and a replica takes the lease over after --lease-ttl 30s")
 	require.Empty(t, res.stdout)
 	require.Empty(t, streamMsgs(t, js, stream), "nothing published")
 	require.Zero(t, countRuns(t, db), "nothing fired, so nothing waits to be published")
