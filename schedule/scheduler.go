@@ -67,7 +67,8 @@ func Open(ctx context.Context, db *sqlx.DB, handler Handler, opts ...Option) (*S
 	if err := sqldb.Migrate(ctx, db, "schedule", migrations); err != nil {
 		return nil, fmt.Errorf("schedule: open: %w", err)
 	}
-	list, err := todolist.Open(ctx, db, listName, todolist.WithListClock(s.clock), todolist.WithMeterProvider(s.meters))
+	list, err := todolist.Open(ctx, db, listName, todolist.WithListClock(s.clock),
+		todolist.WithMeterProvider(s.meters), todolist.WithTracerProvider(s.tracers))
 	if err != nil {
 		return nil, fmt.Errorf("schedule: open: %w", err)
 	}

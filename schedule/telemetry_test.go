@@ -319,7 +319,8 @@ func requireLateness(t *testing.T, want []float64, got metricdata.HistogramDataP
 }
 
 // Each run's handler runs in a span of its own, "schedule.run <name>",
-// linked to the tick's span the processor was given, that names the
+// linked to the tick's span the processor was given (through the to-do
+// list's batch span), that names the
 // schedule, the slot, the run and the attempt; a failing attempt's span
 // has the error status and the error, and a run its batch undid has a
 // span of its own, under a run id that was never recorded.
@@ -367,6 +368,10 @@ func TestASpanPerRun(t *testing.T) {
 					}
 					require.Equal(t, sc.starts[r.SlotID], s.StartTime, "%s's span starts with its handler, by the fake clock", r.SlotID)
 					require.True(t, linksTo(s, tickSpan.SpanContext(), byID), "%s's span is linked to the tick's: %v", r.SlotID, s.Links)
+					// Through the batch of the schedules' to-do list, which
+					// traces with the scheduler's provider.
+					require.Len(t, s.Links, 1)
+					require.Equal(t, "todolist.batch passage-schedules", byID[s.Links[0].SpanContext.SpanID()].Name)
 					require.NotEqual(t, tickSpan.SpanContext().TraceID(), s.SpanContext.TraceID(), "a trace of its own")
 				}
 			}

@@ -30,13 +30,14 @@ const (
 // WithTracerProvider sets the OpenTelemetry tracer provider the scheduler
 // traces its runs with (default: the global one, otel.GetTracerProvider(),
 // read by Open; an SDK installed as the global provider later is used as
-// well).
+// well). Its to-do list of next slots traces its batches with it too
+// ("todolist.batch passage-schedules").
 //
 // Each run's handler runs in a span of its own, "schedule.run <name>": a
 // new trace, linked to the span of the ctx the firing was given — the
-// tick's that caused it when the processor's ctx carries one, or the
-// to-do list's batch span when the list traces its batches (itself
-// linked to the tick's). The span starts and ends with the handler and
+// to-do list's batch span that fired it, itself linked to the tick's
+// when the processor's ctx carries one (the tick's at once, should the
+// list not trace). The span starts and ends with the handler and
 // holds the schedule's name, the slot, the slot id, the run id and the
 // attempt (and, for Trigger's runs, manual); a handler error or panic
 // sets its status to Error and records the error, and ErrStillRunning is
