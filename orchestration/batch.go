@@ -3,6 +3,7 @@ package orchestration
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -42,9 +43,11 @@ func (e *Engine) wakeBatch(ctx context.Context, items []todolist.Item) ([]error,
 			outcomes[i] = err
 			continue
 		}
+		x.ctx, x.span = e.tr.startWakeup(ctx, x.execution, it.Due, e.clock.Now())
 		out, runErr := callWorkflow(wf.run, x, x.input)
 		if err := e.finish(x.ctx, x, out, runErr); err != nil {
 			outcomes[i] = err
+			endWakeup(x.execution, err, false, e.clock.Now())
 			continue
 		}
 		// Every instance that writes anything — its events or only its
@@ -60,11 +63,13 @@ func (e *Engine) wakeBatch(ctx context.Context, items []todolist.Item) ([]error,
 		done = append(done, x)
 	}
 	if len(appends) == 0 && !anySuspended(done) {
+		endWakeups(e, done, nil, nil)
 		return outcomes, nil
 	}
 	if e.fault != nil {
 		for _, a := range appends {
 			if err := e.fault(a.Events); err != nil {
+				endWakeups(e, done, err, nil)
 				return nil, err // a crash before the batch's write: nothing of it is stored
 			}
 		}
@@ -102,7 +107,9 @@ func (e *Engine) wakeBatch(ctx context.Context, items []todolist.Item) ([]error,
 		return e.list.AddManyTx(ctx, tx, wakeups)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("orchestration: wake %d instances: %w", len(items), err)
+		err = fmt.Errorf("orchestration: wake %d instances: %w", len(items), err)
+		endWakeups(e, done, err, nil)
+		return nil, err
 	}
 	// Counted now that it is committed: a write that lost to another
 	// execution's, or that never committed, counts nothing, and the
@@ -113,7 +120,24 @@ func (e *Engine) wakeBatch(ctx context.Context, items []todolist.Item) ([]error,
 			x.committed(x.ctx, x.pending)
 		}
 	}
+	endWakeups(e, done, nil, conflicted)
 	return outcomes, nil
+}
+
+// endWakeups ends the wake-up spans of the executions xs (those that
+// start one) as their batch's write ended: failed with err, or committed
+// but for the streams in conflicted.
+func endWakeups(e *Engine, xs []*loaded, err error, conflicted map[string]bool) {
+	var end time.Time
+	for _, x := range xs {
+		if x.span == nil {
+			continue
+		}
+		if end.IsZero() {
+			end = e.clock.Now()
+		}
+		endWakeup(x.execution, err, conflicted[x.stream], end)
+	}
 }
 
 func anySuspended(xs []*loaded) bool {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/passage-of-time/passage/eventstore"
 )
@@ -77,9 +78,11 @@ type execution struct {
 
 	// late holds the lateness (seconds) of the wake-ups the function
 	// resumed past, until what it recorded is committed (committed);
-	// lateBuf backs the first few.
+	// lateBuf backs the first few. span is the execution's wake-up span,
+	// nil when no span records.
 	late    []float64
 	lateBuf [2]float64
+	span    trace.Span
 }
 
 func (x *execution) execution() *execution { return x }

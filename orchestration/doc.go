@@ -59,6 +59,12 @@
 // crashed or lost its write to another one counts nothing, and every
 // transition counts once however often an instance is replayed.
 //
+// It traces through the same API (WithTracerProvider): an instance is one
+// trace however long it sleeps. Start records its trace context (a W3C
+// traceparent) in the history, and every later wake-up, in whatever
+// process, is a span in that trace, linked to the tick that woke it,
+// with a span per step it runs.
+//
 // # Storage
 //
 // An engine stores through the event store and a to-do list, whose drivers

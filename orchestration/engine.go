@@ -11,6 +11,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/passage-of-time/passage/eventstore"
 	"github.com/passage-of-time/passage/todolist"
@@ -31,10 +32,13 @@ type Engine struct {
 	mu        sync.RWMutex
 	workflows map[string]*workflow
 
-	// meters is the OpenTelemetry meter provider (telemetry.go; the
-	// global one unless an option set it); ins are its instruments.
-	meters metric.MeterProvider
-	ins    instruments
+	// meters and tracers are the OpenTelemetry providers (telemetry.go,
+	// tracing.go; the global ones unless an option set them); ins are the
+	// instruments made with meters, tr the spans' tracer.
+	meters  metric.MeterProvider
+	tracers trace.TracerProvider
+	ins     instruments
+	tr      tracing
 
 	// fault, when set (tests), is asked before each append of an
 	// execution, with the events about to be appended; an error stands
@@ -71,7 +75,11 @@ func New(ctx context.Context, db *sqlx.DB, opts ...Option) (*Engine, error) {
 	if e.meters == nil {
 		e.meters = otel.GetMeterProvider()
 	}
+	if e.tracers == nil {
+		e.tracers = otel.GetTracerProvider()
+	}
 	e.ins = newInstruments(e.meters)
+	e.tr = newTracing(e.tracers)
 	reg, err := registry()
 	if err != nil {
 		return nil, fmt.Errorf("orchestration: %w", err)
@@ -79,7 +87,8 @@ func New(ctx context.Context, db *sqlx.DB, opts ...Option) (*Engine, error) {
 	if e.store, err = eventstore.Open(ctx, db, reg, eventstore.WithClock(e.clock)); err != nil {
 		return nil, fmt.Errorf("orchestration: %w", err)
 	}
-	if e.list, err = todolist.Open(ctx, db, listName, todolist.WithListClock(e.clock), todolist.WithMeterProvider(e.meters)); err != nil {
+	if e.list, err = todolist.Open(ctx, db, listName, todolist.WithListClock(e.clock),
+		todolist.WithMeterProvider(e.meters), todolist.WithTracerProvider(e.tracers)); err != nil {
 		return nil, fmt.Errorf("orchestration: %w", err)
 	}
 	return e, nil
@@ -109,17 +118,23 @@ func Register[I, O any](e *Engine, name string, fn func(Context, I) (O, error)) 
 			}
 			return json.Marshal(out)
 		},
-		measured: newMeasured(name),
+		measured:   newMeasured(name),
+		startName:  "workflow.start " + name,
+		wakeName:   "workflow.wakeup " + name,
+		stepPrefix: "workflow.step " + name + "/",
 	}
 	return nil
 }
 
 // workflow is a registered workflow: its function, taking and returning
-// JSON, and its metrics' attributes, made once.
+// JSON, and what its telemetry is named by, made once.
 type workflow struct {
 	name string
 	run  func(x *execution, input json.RawMessage) (json.RawMessage, error)
 	measured
+	// The names of its spans (tracing.go): Start's, a wake-up's, and a
+	// step's before the step's name.
+	startName, wakeName, stepPrefix string
 }
 
 func streamOf(instance string) string { return "workflow/" + instance }
@@ -150,7 +165,10 @@ func Start[I any](ctx context.Context, e *Engine, workflow, instance string, inp
 		return Status{}, fmt.Errorf("%w: input of %s: %v", ErrInvalidArgument, instance, err)
 	}
 	now := e.clock.Now()
-	started := workflowStarted{Workflow: workflow, Input: in, At: now}
+	// The instance's trace begins here; its context goes into the
+	// history, so that every wake-up continues it.
+	span, traced := e.tr.startInstance(ctx, wf, instance, now)
+	started := workflowStarted{Workflow: workflow, Input: in, At: now, Trace: traced}
 	err = e.inTx(ctx, func(tx *sqlx.Tx) error {
 		if _, err := e.store.AppendTx(ctx, tx, streamOf(instance), eventstore.NoStream, started); err != nil {
 			return err
@@ -158,6 +176,7 @@ func Start[I any](ctx context.Context, e *Engine, workflow, instance string, inp
 		return e.list.AddTx(ctx, tx, instance, now)
 	})
 	existing := errors.Is(err, eventstore.ErrWrongExpectedVersion)
+	endInstance(span, err, existing, e.clock.Now())
 	if err != nil && !existing {
 		return Status{}, fmt.Errorf("orchestration: start %s: %w", instance, err)
 	}

@@ -19,6 +19,12 @@ type workflowStarted struct {
 	Workflow string
 	Input    json.RawMessage
 	At       time.Time
+	// Trace is the instance's trace context, as W3C Trace Context
+	// fields (traceparent, tracestate): every wake-up's span is its
+	// child (WithTracerProvider). Absent when no span recorded at
+	// Start, and in histories older than it: such an instance's
+	// wake-ups each begin a trace.
+	Trace map[string]string `json:",omitempty"`
 }
 
 // nowRecorded is a Context.Now answer.

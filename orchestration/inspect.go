@@ -50,6 +50,10 @@ func (h HistoryEvent) Describe(loc *time.Location) string {
 	at := func(t time.Time) string { return timefmt.Format(t.In(loc)) }
 	switch e := h.event.(type) {
 	case workflowStarted:
+		if sc := e.traced(); sc.IsValid() {
+			// The trace every wake-up of the instance is in.
+			return fmt.Sprintf("started %s (input %s), trace %s", e.Workflow, compactJSON(e.Input), sc.TraceID())
+		}
 		return fmt.Sprintf("started %s (input %s)", e.Workflow, compactJSON(e.Input))
 	case nowRecorded:
 		return "read the clock: " + at(e.At)

@@ -192,7 +192,9 @@ func (x *execution) runStep(name string, fn func(context.Context, StepInfo) (jso
 		x.resumed(x.retryAt)
 	}
 	info := StepInfo{Instance: x.instance, Name: name, Attempt: attempts, Key: fmt.Sprintf("%s/%d/%s", x.instance, x.stepAt, name)}
-	result, err := callStep(x.ctx, fn, info)
+	ctx, span := x.engine.tr.startStep(x.ctx, x.wf, info, x.now())
+	result, err := callStep(ctx, fn, info)
+	endStep(span, err, x.now())
 	switch {
 	case err == nil:
 		// Recorded with the next append: before the next side effect, or

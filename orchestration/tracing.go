@@ -1,0 +1,277 @@
+package orchestration
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/passage-of-time/passage/eventstore"
+	"github.com/passage-of-time/passage/internal/timefmt"
+)
+
+// The attributes of the spans. Unlike a metric's, they may name the
+// instance: a span is one instance's.
+const (
+	attrWorkflow = "passage.workflow.name"
+	attrInstance = "passage.workflow.instance"
+	attrExisting = "passage.workflow.existing"
+	attrDue      = "passage.workflow.wakeup.due"
+	attrLateness = "passage.workflow.wakeup.lateness"
+	attrOutcome  = "passage.workflow.outcome"
+	attrWakeAt   = "passage.workflow.wake_at"
+	attrConflict = "passage.workflow.conflict"
+	attrStep     = "passage.workflow.step"
+	attrAttempt  = "passage.workflow.step.attempt"
+	attrKey      = "passage.workflow.step.key"
+)
+
+// traceContext is how an instance's trace context is written into its
+// history and read back: W3C Trace Context (traceparent, tracestate).
+var traceContext propagation.TraceContext
+
+// WithTracerProvider sets the OpenTelemetry tracer provider the engine
+// traces its instances with (default: the global one,
+// otel.GetTracerProvider(), read by New; an SDK installed as the global
+// provider later is used as well). The engine's to-do list of wake-ups
+// traces its batches with it too.
+//
+// An instance is one trace, however long it sleeps. Start begins it with
+// a span "workflow.start <workflow>" (a new trace, linked to the span of
+// Start's ctx if it has one) and records that span's context in the
+// history's first event, as a W3C traceparent. Every execution of the
+// instance afterwards — each wake-up, days later, in any process — is a
+// span "workflow.wakeup <workflow>", a child of that recorded context,
+// linked to the span of the processor's ctx: the to-do list's batch span
+// (itself linked to the tick's) or, when the list does not trace, the
+// tick's. A wake-up span holds the workflow, the instance, the wake-up's
+// due time and lateness, and how the execution ended (suspended and
+// until when, completed, failed, cancelled, stuck), with status Error for
+// a failure, a stuck instance or a write that failed; a write lost to
+// another execution is marked conflict. Each step the execution runs
+// (not those replayed from the history) is a span
+// "workflow.step <workflow>/<step>", a child of the wake-up's, with the
+// step's attempt and idempotency key and status Error when the attempt
+// failed; the step's ctx carries it, so what the step traces is its
+// child. Spans are stamped with the engine's clock.
+//
+// An instance started while no span could record (no SDK), or whose
+// history predates this, has no recorded context: each of its wake-ups
+// begins a trace of its own. With the API's no-op provider, or the
+// global one while no SDK is installed, no span is started, nothing is
+// recorded in the history, and an execution costs no allocation more.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(e *Engine) error {
+		if tp == nil {
+			return fmt.Errorf("%w: WithTracerProvider: nil tracer provider", ErrInvalidArgument)
+		}
+		e.tracers = tp
+		return nil
+	}
+}
+
+// tracing starts the spans of an engine's instances. Its zero value
+// starts none.
+type tracing struct {
+	tracer trace.Tracer
+	// off is set for the API's no-op provider: it never records.
+	off bool
+	// unset is the provider when it is the API's global one before any
+	// SDK was installed: its spans record nothing, at the cost of an
+	// allocation or two each, so none is started until
+	// otel.GetTracerProvider returns something else — an SDK was
+	// installed, and unset delegates to it.
+	unset trace.TracerProvider
+}
+
+func newTracing(tp trace.TracerProvider) tracing {
+	tr := tracing{tracer: tp.Tracer(scope)}
+	if _, ok := tp.(noop.TracerProvider); ok {
+		tr.off = true
+	} else if isGlobalUnset(tp) {
+		tr.unset = tp
+	}
+	return tr
+}
+
+// isGlobalUnset reports whether tp is what otel.GetTracerProvider
+// returns before an SDK is installed: a pointer to tracerProvider of
+// go.opentelemetry.io/otel/internal/global, as todolist and schedule tell
+// it too. Should a later API move or rename it, spans are started
+// anyway: they cost allocations, never correctness.
+func isGlobalUnset(tp trace.TracerProvider) bool {
+	t := reflect.TypeOf(tp)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return false
+	}
+	return t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global" && t.Elem().Name() == "tracerProvider"
+}
+
+// on reports whether a span may record. Comparing with unset, a pointer,
+// never panics: values of other types are simply unequal.
+func (tr *tracing) on() bool {
+	return tr.tracer != nil && !tr.off && (tr.unset == nil || otel.GetTracerProvider() != tr.unset)
+}
+
+// linkTo returns the options linking a span to the span of ctx, if it
+// has one, with opts.
+func linkTo(ctx context.Context, opts ...trace.SpanStartOption) []trace.SpanStartOption {
+	if link := trace.LinkFromContext(ctx); link.SpanContext.IsValid() {
+		opts = append(opts, trace.WithLinks(link))
+	}
+	return opts
+}
+
+// startInstance starts the span of Start for an instance of wf at start,
+// if spans may record, and returns it with its context as a W3C trace
+// context carrier, for the history; nil and nil otherwise.
+func (tr *tracing) startInstance(ctx context.Context, wf *workflow, instance string, start time.Time) (trace.Span, map[string]string) {
+	if !tr.on() {
+		return nil, nil
+	}
+	ctx, span := tr.tracer.Start(ctx, wf.startName, linkTo(ctx, trace.WithNewRoot(), trace.WithTimestamp(start),
+		trace.WithAttributes(attribute.String(attrWorkflow, wf.name), attribute.String(attrInstance, instance)))...)
+	carrier := propagation.MapCarrier{}
+	traceContext.Inject(ctx, carrier)
+	return span, carrier
+}
+
+// endInstance ends the span of a Start that returned err at end; existing
+// reports that the instance existed already (and the context recorded
+// is that of its own first Start).
+func endInstance(span trace.Span, err error, existing bool, end time.Time) {
+	if span == nil {
+		return
+	}
+	if existing {
+		span.SetAttributes(attribute.Bool(attrExisting, true))
+	} else if err != nil {
+		span.RecordError(err, trace.WithTimestamp(end))
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End(trace.WithTimestamp(end))
+}
+
+// recordedTrace returns the trace context recorded in an instance's
+// history, invalid when there is none.
+func recordedTrace(history []eventstore.Recorded) trace.SpanContext {
+	if len(history) == 0 {
+		return trace.SpanContext{}
+	}
+	started, _ := history[0].Event.(workflowStarted)
+	return started.traced()
+}
+
+// traced returns the trace context recorded at the start, invalid when
+// there is none.
+func (e workflowStarted) traced() trace.SpanContext {
+	if len(e.Trace) == 0 {
+		return trace.SpanContext{}
+	}
+	return trace.SpanContextFromContext(traceContext.Extract(context.Background(), propagation.MapCarrier(e.Trace)))
+}
+
+// startWakeup starts the span of an execution of x, woken for a wake-up
+// due at due, at start, if spans may record: it returns ctx with the
+// span, or ctx and nil. The span is a child of the context recorded in
+// the history, when there is one, and linked to the span of ctx.
+func (tr *tracing) startWakeup(ctx context.Context, x *execution, due, start time.Time) (context.Context, trace.Span) {
+	if !tr.on() || x.wf == nil {
+		return ctx, nil
+	}
+	opts := linkTo(ctx, trace.WithTimestamp(start), trace.WithAttributes(
+		attribute.String(attrWorkflow, x.wf.name),
+		attribute.String(attrInstance, x.instance),
+		attribute.String(attrDue, timefmt.Format(due)),
+		attribute.Float64(attrLateness, start.Sub(due).Seconds())))
+	parent := ctx
+	if sc := recordedTrace(x.history); sc.IsValid() {
+		parent = trace.ContextWithRemoteSpanContext(ctx, sc)
+	} else {
+		opts = append(opts, trace.WithNewRoot())
+	}
+	return tr.tracer.Start(parent, x.wf.wakeName, opts...)
+}
+
+// endWakeup ends the span of an execution of x at end: err is how its
+// write (or the execution itself) failed, conflict that another
+// execution's write won.
+func endWakeup(x *execution, err error, conflict bool, end time.Time) {
+	span := x.span
+	if span == nil {
+		return
+	}
+	x.span = nil
+	switch {
+	case err != nil:
+		span.RecordError(err, trace.WithTimestamp(end))
+		span.SetStatus(codes.Error, err.Error())
+	case conflict:
+		span.SetAttributes(attribute.Bool(attrConflict, true))
+	default:
+		outcome, failure := x.outcome()
+		span.SetAttributes(attribute.String(attrOutcome, outcome))
+		if outcome == "suspended" {
+			span.SetAttributes(attribute.String(attrWakeAt, timefmt.Format(x.wakeAt)))
+		}
+		if failure != "" {
+			span.SetStatus(codes.Error, failure)
+		}
+	}
+	span.End(trace.WithTimestamp(end))
+}
+
+// outcome says how an execution whose write committed left its instance,
+// and the error of a failed or stuck one.
+func (x *execution) outcome() (string, string) {
+	for _, ev := range x.pending {
+		switch ev := ev.(type) {
+		case workflowCompleted:
+			return string(Completed), ""
+		case workflowFailed:
+			return string(Failed), ev.Error
+		case workflowCancelled:
+			return string(Cancelled), ""
+		case workflowStuck:
+			return string(Stuck), ev.Error
+		}
+	}
+	if x.suspended {
+		return "suspended", ""
+	}
+	return string(Running), ""
+}
+
+// startStep starts the span of an attempt of a step at start, a child of
+// the span of ctx (the wake-up's), if spans may record: it returns ctx
+// with the span, or ctx and nil.
+func (tr *tracing) startStep(ctx context.Context, wf *workflow, info StepInfo, start time.Time) (context.Context, trace.Span) {
+	if !tr.on() || wf == nil {
+		return ctx, nil
+	}
+	return tr.tracer.Start(ctx, wf.stepPrefix+info.Name, trace.WithTimestamp(start), trace.WithAttributes(
+		attribute.String(attrWorkflow, wf.name),
+		attribute.String(attrInstance, info.Instance),
+		attribute.String(attrStep, info.Name),
+		attribute.Int(attrAttempt, info.Attempt),
+		attribute.String(attrKey, info.Key)))
+}
+
+// endStep ends the span of a step's attempt that returned err at end.
+func endStep(span trace.Span, err error, end time.Time) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		span.RecordError(err, trace.WithTimestamp(end))
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End(trace.WithTimestamp(end))
+}
