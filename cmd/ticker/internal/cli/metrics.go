@@ -32,12 +32,12 @@ import (
 // unit (_seconds) to the others:
 //
 //	instrument                          exported as                              attribute
-//	passage.tick.boundaries.emitted     passage_tick_boundaries_emitted_total    unit
-//	passage.tick.boundaries.skipped     passage_tick_boundaries_skipped_total    unit
-//	passage.tick.publish.failures       passage_tick_publish_failures_total      unit
-//	passage.tick.emission.lag           passage_tick_emission_lag_seconds        unit   (histogram: boundary to publication)
+//	passage.tick.boundaries.emitted     passage_tick_boundaries_emitted_total    unit   (recorded by tick)
+//	passage.tick.boundaries.skipped     passage_tick_boundaries_skipped_total    unit   (recorded by tick)
+//	passage.tick.publish.failures       passage_tick_publish_failures_total      unit   (recorded by tick)
+//	passage.tick.emission.lag           passage_tick_emission_lag_seconds        unit   (recorded by tick; histogram: boundary to publication)
 //	passage.tick.emission.lag.max       passage_tick_emission_lag_max_seconds    unit
-//	passage.tick.store.failures         passage_tick_store_failures_total
+//	passage.tick.store.failures         passage_tick_store_failures_total        unit   (recorded by tick; a lease call's without)
 //	passage.schedule.runs.fired         passage_schedule_runs_fired_total               (fired and committed by this process)
 //	passage.schedule.run.lateness       passage_schedule_run_lateness_seconds           (histogram: slot to firing)
 //	passage.schedule.run.lateness.max   passage_schedule_run_lateness_max_seconds
@@ -64,6 +64,11 @@ import (
 // passage.todolist.{backlog,due,parked}, passage.todolist.items.completed,
 // passage.todolist.attempts.failed and passage.todolist.items.parked
 // before the package recorded its own.
+//
+// The tick package records its figures itself (tick.WithMeterProvider,
+// given the command's provider), so the observer no longer does, or they
+// would count twice; it keeps the largest lag, a gauge, since the
+// exporter drops a histogram's max.
 //
 // A histogram is exported as _bucket, _sum and _count series. The
 // hand-written exposition this replaces named them passage_ticks_emitted_total,
@@ -96,24 +101,19 @@ type metrics struct {
 	// counts its jitter).
 	runLateMax float64
 
-	emittedC, skippedC, failuresC, storeC, runsC metric.Int64Counter
-	lag, runLateness, deliveryLateness           metric.Float64Histogram
+	runsC                         metric.Int64Counter
+	runLateness, deliveryLateness metric.Float64Histogram
 }
 
-// newMetrics makes the instruments of meter, with each unit's counters at
-// zero so that their series exist before the first boundary passes.
-func newMetrics(meter metric.Meter, units []tick.Unit) (*metrics, error) {
+// newMetrics makes the instruments of meter, with the runs' counter at
+// zero so that its series exists before the first run.
+func newMetrics(meter metric.Meter) (*metrics, error) {
 	m := &metrics{
 		emitted: map[tick.Unit]int64{}, skipped: map[tick.Unit]int64{}, failures: map[tick.Unit]int64{},
 		lagMax: map[tick.Unit]float64{},
 	}
 	var errs instrumentErrors
-	m.emittedC = errs.counter(meter, "passage.tick.boundaries.emitted", "{boundary}", "Boundaries published.")
-	m.skippedC = errs.counter(meter, "passage.tick.boundaries.skipped", "{boundary}", "Boundaries a catch-up policy did not emit (reported as TicksSkipped).")
-	m.failuresC = errs.counter(meter, "passage.tick.publish.failures", "{failure}", "Failed attempts to record a boundary in the outbox (or to fire its schedules); the boundary is retried at the next wake-up.")
-	m.storeC = errs.counter(meter, "passage.tick.store.failures", "{failure}", "Failed cursor or lease store calls.")
 	m.runsC = errs.counter(meter, "passage.schedule.runs.fired", "{run}", "Schedule runs this process fired and committed.")
-	m.lag = errs.histogram(meter, "passage.tick.emission.lag", "Delay between a boundary and its publication.")
 	m.runLateness = errs.histogram(meter, "passage.schedule.run.lateness", "Delay between a run's slot and its firing.")
 	m.deliveryLateness = errs.histogram(meter, "passage.delivery.lateness", "Delay between a record's commit and its delivery.")
 	lagMax := errs.gauge(meter, "passage.tick.emission.lag.max", "s", "Largest delay between a boundary and its publication.")
@@ -132,14 +132,7 @@ func newMetrics(meter metric.Meter, units []tick.Unit) (*metrics, error) {
 	}, lagMax, runLateMax); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	ctx := context.Background()
-	for _, u := range units {
-		m.emittedC.Add(ctx, 0, unitAttr(u))
-		m.skippedC.Add(ctx, 0, unitAttr(u))
-		m.failuresC.Add(ctx, 0, unitAttr(u))
-	}
-	m.storeC.Add(ctx, 0)
-	m.runsC.Add(ctx, 0)
+	m.runsC.Add(context.Background(), 0)
 	return m, nil
 }
 
@@ -162,32 +155,25 @@ func (m *metrics) ranRun(r schedule.Run) {
 	m.runLateMax = max(m.runLateMax, late)
 }
 
+// observer keeps the per-unit counts and largest lags.
 func (m *metrics) observer() tick.Observer {
-	ctx := context.Background()
 	return tick.Observer{
 		Emitted: func(e tick.Event, lag time.Duration) {
 			u := e.Unit()
-			m.emittedC.Add(ctx, 1, unitAttr(u))
-			m.lag.Record(ctx, lag.Seconds(), unitAttr(u))
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			m.emitted[u]++
 			m.lagMax[u] = max(m.lagMax[u], lag.Seconds())
 		},
 		Skipped: func(s tick.TicksSkipped) {
-			m.skippedC.Add(ctx, s.Count, unitAttr(s.Unit))
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			m.skipped[s.Unit] += s.Count
 		},
 		PublishFailed: func(u tick.Unit, _ time.Time, _ error) {
-			m.failuresC.Add(ctx, 1, unitAttr(u))
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			m.failures[u]++
-		},
-		StoreFailed: func(error) {
-			m.storeC.Add(ctx, 1)
 		},
 	}
 }

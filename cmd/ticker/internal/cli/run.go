@@ -134,7 +134,7 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer tel.close()
-	metrics, err := newMetrics(tel.meter(), mustUnits(f.units))
+	metrics, err := newMetrics(tel.meter())
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,13 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 		tick.WithLease(holder, f.leaseTTL),
 		tick.WithObserver(metrics.observer()),
 		tick.WithLogger(logger),
+		// The command's own providers, not the globals they were just
+		// installed as: each command (each parallel test) counts alone.
+		tick.WithMeterProvider(tel.meters),
 	)
+	if tel.tracers != nil {
+		opts = append(opts, tick.WithTracerProvider(tel.tracers))
+	}
 	// What the ticker and the scheduler decide goes to the outbox; the
 	// relays deliver it after the commit (delivery.go).
 	out, err := openDelivery(ctx, db, senders, f.backoff, f.attempts, clock, logger)
