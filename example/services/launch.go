@@ -29,12 +29,18 @@ func launch(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	url := flags.String("nats", nats.DefaultURL, "the NATS server (JetStream on)")
 	minute := flags.Duration("minute", time.Second, "how long a minute lasts: 1m is real time, less a simulated clock")
 	timeout := flags.Duration("timeout", 3*time.Minute, "how long a client has to pay")
+	report := flags.Duration("report", 2*time.Minute, "how often the time service's orders-report schedule runs")
 	ordersDB := flags.String("orders-db", "", "the order service's database (default: a temporary SQLite file)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
 	if flags.NArg() > 0 {
 		return fmt.Errorf("unexpected %q: want time, orders, or the launcher's flags", flags.Arg(0))
+	}
+	if *report <= 0 || *report > *timeout {
+		// The order service ends once nothing is pending and a report
+		// was made: the first must come by the deadline.
+		return fmt.Errorf("-report %v: must be positive and at most -timeout %v", *report, *timeout)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -48,6 +54,7 @@ func launch(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
 	stream, prefix := "PASSAGE_DEMO_"+strings.ToUpper(id), "passage.demo."+id+".time"
+	runsStream, runsPrefix := "PASSAGE_DEMO_RUNS_"+strings.ToUpper(id), "passage.demo."+id+".runs"
 	nc, err := nats.Connect(*url, nats.Name("passage services launcher"))
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", *url, err)
@@ -58,14 +65,17 @@ func launch(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return err
 	}
 	defer func() {
-		// The stream was made by the time service; the launcher cleans up.
-		if err2 := js.DeleteStream(context.WithoutCancel(ctx), stream); err2 != nil && !errors.Is(err2, jetstream.ErrStreamNotFound) {
-			err = errors.Join(err, fmt.Errorf("delete stream %s: %w", stream, err2))
+		// The streams were made by the time service; the launcher cleans
+		// up.
+		for _, s := range []string{stream, runsStream} {
+			if err2 := js.DeleteStream(context.WithoutCancel(ctx), s); err2 != nil && !errors.Is(err2, jetstream.ErrStreamNotFound) {
+				err = errors.Join(err, fmt.Errorf("delete stream %s: %w", s, err2))
+			}
 		}
 	}()
 
-	common := []string{"-nats", *url, "-prefix", prefix}
-	timeArgs := append([]string{"time", "-stream", stream, "-minute", minute.String()}, common...)
+	common := []string{"-nats", *url, "-prefix", prefix, "-runs-prefix", runsPrefix}
+	timeArgs := append([]string{"time", "-stream", stream, "-runs-stream", runsStream, "-report", report.String(), "-minute", minute.String()}, common...)
 	orderArgs := append([]string{"orders", "-timeout", timeout.String()}, common...)
 	if *ordersDB != "" {
 		orderArgs = append(orderArgs, "-db", *ordersDB)
@@ -77,7 +87,9 @@ func launch(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		orderArgs = append(orderArgs, "-follow", "-start", start)
 	}
 	out := &lines{w: stdout}
-	fmt.Fprintf(out, "services: the time service publishes to stream %s on %s, a minute every %v; the order service reads it\n", stream, *url, *minute)
+	// Last: every line the children wrote is out before launch returns.
+	defer out.copying.Wait()
+	fmt.Fprintf(out, "services: on %s, a minute every %v: the time service publishes minutes to stream %s and schedule runs to %s; the order service reads both\n", *url, *minute, stream, runsStream)
 
 	// The time service first: it creates the stream the order service
 	// reads.
@@ -130,6 +142,8 @@ func stopChild(cmd *exec.Cmd, name string) error {
 type lines struct {
 	mu sync.Mutex
 	w  io.Writer
+	// copying counts the children whose output is still being copied.
+	copying sync.WaitGroup
 }
 
 func (l *lines) Write(p []byte) (int, error) {
@@ -157,7 +171,9 @@ func (l *lines) start(self string, args []string, prefix, ready string) (*exec.C
 		return nil, nil, fmt.Errorf("start %s: %w", strings.TrimSpace(prefix), err)
 	}
 	readyC := make(chan struct{})
+	l.copying.Add(1)
 	go func() {
+		defer l.copying.Done()
 		defer r.Close()
 		seen := false
 		sc := bufio.NewScanner(r)

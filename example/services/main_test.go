@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -50,7 +51,7 @@ func twoServices(t *testing.T, url string, db *sqldb.DB, dsn string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	err := run(ctx, []string{"-nats", url, "-minute", "200ms", "-timeout", "3m", "-orders-db", dsn}, &out)
+	err := run(ctx, []string{"-nats", url, "-minute", "200ms", "-timeout", "3m", "-report", "1m", "-orders-db", dsn}, &out)
 	require.NoError(t, err, "output:\n%s", out.String())
 	require.NoError(t, ctx.Err(), "the demo ended by itself; output:\n%s", out.String())
 	t.Logf("output:\n%s", out.String())
@@ -79,7 +80,22 @@ func twoServices(t *testing.T, url string, db *sqldb.DB, dsn string) {
 	require.NoError(t, err)
 	require.Zero(t, stats.Pending, "nothing left pending")
 
-	require.Contains(t, out.String(), "[orders] done: 1 paid and completed, 1 cancelled by timeout, 0 pending")
+	// The schedule's runs: each reported once, through the inbox, in the
+	// transaction of its report; at least the first (at the first minute)
+	// came before the demo ended.
+	var reports []struct {
+		SlotID string `db:"slot_id"`
+		N      int    `db:"n"`
+	}
+	require.NoError(t, db.SelectContext(context.Background(), &reports, `SELECT slot_id, COUNT(*) AS n FROM order_reports GROUP BY slot_id ORDER BY slot_id`))
+	require.NotEmpty(t, reports, "an orders-report run was reported; output:\n%s", out.String())
+	for _, r := range reports {
+		require.Equal(t, 1, r.N, "run %s reported once", r.SlotID)
+		require.True(t, strings.HasPrefix(r.SlotID, "orders-report@"), r.SlotID)
+		require.Contains(t, out.String(), "pending, reported once (slot id "+r.SlotID+")")
+	}
+
+	require.Contains(t, out.String(), fmt.Sprintf("[orders] done: 1 paid and completed, 1 cancelled by timeout, 0 pending, %d report(s)", len(reports)))
 	require.Contains(t, out.String(), "bob's order cancelled: timed out")
 	require.NotContains(t, out.String(), "alice's order cancelled")
 	require.Contains(t, out.String(), "[time]   ", "the time service's output")
@@ -89,6 +105,7 @@ func TestTheLauncherRefusesBadArguments(t *testing.T) {
 	var out bytes.Buffer
 	require.ErrorContains(t, run(context.Background(), []string{"-minute", "soon"}, &out), `invalid value "soon" for flag -minute`)
 	require.ErrorContains(t, run(context.Background(), []string{"extra"}, &out), `unexpected "extra"`)
+	require.ErrorContains(t, run(context.Background(), []string{"-report", "5m"}, &out), "-report 5m0s: must be positive and at most -timeout 3m0s")
 	require.ErrorContains(t, run(context.Background(), []string{"time", "-minute", "2m"}, &out), "-minute 2m0s: must be more than 0 and at most 1m")
 	require.ErrorContains(t, run(context.Background(), []string{"orders", "-timeout", "0s"}, &out), "-timeout 0s: must be positive")
 }

@@ -23,13 +23,18 @@ import (
 )
 
 // Run runs the order service: it places the demo's orders, reads the
-// passage of time from the stream, and returns once no order is pending
+// passage of time and the time service's schedule runs from their
+// streams, and returns once no order is pending and a run was reported,
 // or ctx ends. args are its flags:
 //
 //	-nats URL       the NATS server (default nats://127.0.0.1:4222)
 //	-prefix SUBJ    the time service's subjects' prefix (default passage.time)
 //	-durable NAME   the durable consumer's name, this service's position in
 //	                the stream (default orders)
+//	-runs-prefix S  the time service's schedule runs' prefix (default
+//	                passage.runs)
+//	-runs-durable N the durable consumer of the runs, and its inbox's
+//	                name (default orders-report)
 //	-db DSN         SQLite file or postgres:// DSN of an empty database
 //	                (default: a temporary SQLite file)
 //	-timeout D      how long a client has to pay (default 3m)
@@ -43,6 +48,8 @@ func Run(ctx context.Context, args []string, w io.Writer) (err error) {
 	url := flags.String("nats", nats.DefaultURL, "the NATS server")
 	prefix := flags.String("prefix", "passage.time", "the time service's subjects' prefix")
 	durable := flags.String("durable", "orders", "the durable consumer's name")
+	runsPrefix := flags.String("runs-prefix", "passage.runs", "the time service's schedule runs' prefix")
+	runsDurable := flags.String("runs-durable", "orders-report", "the durable consumer of the runs, and its inbox's name")
 	dsn := flags.String("db", "", "SQLite file or postgres:// DSN of an empty database (default: a temporary SQLite file)")
 	timeout := flags.Duration("timeout", 3*time.Minute, "how long a client has to pay")
 	follow := flags.Bool("follow", false, "set the clock to each minute from the stream (a time service on a simulated clock)")
@@ -94,7 +101,7 @@ func Run(ctx context.Context, args []string, w io.Writer) (err error) {
 	}
 	defer func() { err = errors.Join(err, sys.Close(context.WithoutCancel(ctx))) }()
 
-	s := &service{w: w, clock: clock, sys: sys, clients: map[string]string{}, done: make(chan struct{})}
+	s := &service{w: w, clock: clock, sys: sys, clients: map[string]string{}, pending: -1, done: make(chan struct{})}
 	subs, err := s.listen()
 	if err != nil {
 		return err
@@ -117,16 +124,21 @@ func Run(ctx context.Context, args []string, w io.Writer) (err error) {
 		return err
 	}
 	s.printf("%s  reading %s.> as the durable consumer %q\n", stamp(clock.Now()), *prefix, *durable)
+	reports, err := startReports(ctx, s, db.DB, js, *runsPrefix, *runsDurable)
+	if err != nil {
+		return errors.Join(err, consumer.Stop(context.WithoutCancel(ctx)))
+	}
+	s.printf("%s  reading %s.> as the durable consumer %q, each run once through its inbox\n", stamp(clock.Now()), *runsPrefix, *runsDurable)
 	select {
 	case <-s.done:
 	case <-ctx.Done():
 	}
-	if err := consumer.Stop(context.WithoutCancel(ctx)); err != nil {
+	if err := errors.Join(consumer.Stop(context.WithoutCancel(ctx)), reports.stop()); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fmt.Fprintf(w, "done: %d paid and completed, %d cancelled by timeout, %d pending\n", s.completed, s.cancelled, s.pending)
+	fmt.Fprintf(w, "done: %d paid and completed, %d cancelled by timeout, %d pending, %d report(s)\n", s.completed, s.cancelled, max(s.pending, 0), s.reported)
 	return nil
 }
 
@@ -139,7 +151,8 @@ type service struct {
 	mu                   sync.Mutex
 	clients              map[string]string // order id → client
 	completed, cancelled int
-	pending              int
+	pending              int // -1 until a minute was read
+	reported             int
 	done                 chan struct{}
 	closed               bool
 }
@@ -205,7 +218,7 @@ func (s *service) listen() ([]*bus.Subscription, error) {
 
 // minutePassed runs once the handlers are done with a minute from the
 // stream: it says how many orders are pending, and ends the demo when
-// none is.
+// none is and a run was reported.
 func (s *service) minutePassed(ctx context.Context, at time.Time) error {
 	stats, err := s.sys.Pending().Stats(ctx, s.clock.Now())
 	if err != nil {
@@ -219,11 +232,26 @@ func (s *service) minutePassed(ctx context.Context, at time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pending = int(stats.Pending)
-	if stats.Pending == 0 && !s.closed {
+	s.endIfDone()
+	return nil
+}
+
+// reportWritten counts a report, and ends the demo when it was the last
+// thing it waited for.
+func (s *service) reportWritten() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reported++
+	s.endIfDone()
+}
+
+// endIfDone ends the demo once no order is pending and a schedule run was
+// reported: the two streams are read apart, so either may come last.
+func (s *service) endIfDone() {
+	if s.pending == 0 && s.reported > 0 && !s.closed {
 		s.closed = true
 		close(s.done)
 	}
-	return nil
 }
 
 func (s *service) client(orderID string) string {
