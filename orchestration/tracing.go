@@ -49,13 +49,14 @@ var traceContext propagation.TraceContext
 // history's first event, as a W3C traceparent. Every execution of the
 // instance afterwards — each wake-up, days later, in any process — is a
 // span "workflow.wakeup <workflow>", a child of that recorded context,
-// linked to the span of the processor's ctx: the to-do list's batch span
-// (itself linked to the tick's) or, when the list does not trace, the
-// tick's. A wake-up span holds the workflow, the instance, the wake-up's
-// due time and lateness, and how the execution ended (suspended and
-// until when, completed, failed, cancelled, stuck), with status Error for
-// a failure, a stuck instance or a write that failed; a write lost to
-// another execution is marked conflict. Each step the execution runs
+// linked to the span of the processor's ctx: the to-do list's batch span,
+// itself linked to the tick's span when the tick's handler carries one
+// (the list traces with the engine's provider, so a wake-up traced is in
+// a batch traced). A wake-up span holds the workflow, the instance, the
+// wake-up's due time and lateness, and how the execution ended
+// (suspended and until when, completed, failed, cancelled, stuck), with
+// status Error for a failure, a stuck instance or a write that failed; a
+// write lost to another execution is marked conflict. Each step the execution runs
 // (not those replayed from the history) is a span
 // "workflow.step <workflow>/<step>", a child of the wake-up's, with the
 // step's attempt and idempotency key and status Error when the attempt
