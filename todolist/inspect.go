@@ -19,10 +19,9 @@ import (
 // Inspection: read-only functions for status pages and dashboards. Unlike
 // [Open] and [List.Stats] they never migrate, so they take no write lock
 // and create nothing; a database without the package's tables reads as
-// holding no lists. They read through a *sqlx.DB, or a *sqlx.Tx for a
-// consistent snapshot of several reads (sqldb.Queryer, the read-only
-// subset of sqlx.ExtContext that both satisfy), so several reads can share
-// one transaction and show one consistent moment.
+// holding no lists. They read through an [sqlx.ExtContext], as every
+// package's inspection does: a *sqlx.DB, or a *sqlx.Tx so that several
+// reads share one transaction and show one consistent moment.
 
 // inspectStatsQuery is the statistics query over every list: per list,
 // its items aggregated and its totals; each list has at most one row on
@@ -51,7 +50,7 @@ func hasTables(ctx context.Context, q sqldb.Queryer) (bool, error) {
 // ReadStats returns the [Stats] of every list at now, by name: what
 // [AllStats] returns, without migrating. It reads every item, so it is
 // meant for status pages; [ReadListStats] reads one list.
-func ReadStats(ctx context.Context, q sqldb.Queryer, now time.Time) ([]ListStats, error) {
+func ReadStats(ctx context.Context, q sqlx.ExtContext, now time.Time) ([]ListStats, error) {
 	if err := validateTime("now", now); err != nil {
 		return nil, fmt.Errorf("todolist: read stats: %w", err)
 	}
@@ -83,7 +82,7 @@ func ReadStats(ctx context.Context, q sqldb.Queryer, now time.Time) ([]ListStats
 // statement over the list's rows alone — pending and parked walk their
 // indexes, due the list's items — so a list of millions costs what its
 // own rows cost, whatever the other lists hold.
-func ReadListStats(ctx context.Context, q sqldb.Queryer, name string, now time.Time) (ListStats, bool, error) {
+func ReadListStats(ctx context.Context, q sqlx.ExtContext, name string, now time.Time) (ListStats, bool, error) {
 	if err := validateName(name); err != nil {
 		return ListStats{}, false, err
 	}
@@ -172,7 +171,7 @@ const MaxPageSize = 1000
 // lapsed at now, as [List.Get] judges them: on SQLite from the item rows,
 // on PostgreSQL from the live rows of todolist_claims that hold the page's
 // items (one lookup per item of the page, over the list's live claims).
-func ReadItems(ctx context.Context, q sqldb.Queryer, list string, parked bool, after Cursor, limit int, now time.Time) (Page, error) {
+func ReadItems(ctx context.Context, q sqlx.ExtContext, list string, parked bool, after Cursor, limit int, now time.Time) (Page, error) {
 	if err := validateName(list); err != nil {
 		return Page{}, err
 	}
@@ -226,7 +225,7 @@ const MaxDueBuckets = 1000
 // claimed (NextAttempt), in n buckets of width step from from on: bucket
 // i counts [from + i·step, from + (i+1)·step). It walks the index on that
 // instant over the range alone.
-func ReadDueCounts(ctx context.Context, q sqldb.Queryer, list string, from time.Time, step time.Duration, n int) ([]int, error) {
+func ReadDueCounts(ctx context.Context, q sqlx.ExtContext, list string, from time.Time, step time.Duration, n int) ([]int, error) {
 	if err := validateName(list); err != nil {
 		return nil, err
 	}
