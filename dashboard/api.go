@@ -57,9 +57,9 @@ func (d *Dashboard) apiItems(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Dashboard) apiSchedules(w http.ResponseWriter, r *http.Request) {
-	s, err := d.readSchedules(r)
+	s, code, err := d.readSchedules(r)
 	if err != nil {
-		d.fail(w, r, http.StatusInternalServerError, err)
+		d.fail(w, r, code, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, s)

@@ -96,7 +96,7 @@ func TestBrowserPagesShowTheirData(t *testing.T) {
 
 	units := text(t, ctx, srv.URL+"/", "#units")
 	require.Contains(t, units, "minute")
-	require.Contains(t, units, "2026-11-20T09:27:00Z") // the minute cursor
+	require.Contains(t, hovered(t, ctx, "#units"), "2026-11-20T09:27:00Z") // the minute cursor, on hover
 	require.Contains(t, units, "hour")
 	lease := text(t, ctx, srv.URL+"/", "#lease")
 	require.Contains(t, lease, "replica-a")
@@ -123,7 +123,7 @@ func TestBrowserPagesShowTheirData(t *testing.T) {
 	shoot(t, ctx, "list-parked")
 
 	weekly := text(t, ctx, srv.URL+"/schedules", "#schedule-weekly-report")
-	require.Contains(t, weekly, "2026-11-20T12:00:00+01:00") // noon in Warsaw, in Warsaw
+	require.Contains(t, hovered(t, ctx, "#schedule-weekly-report"), "2026-11-20T12:00:00+01:00") // noon in Warsaw, in Warsaw, on hover
 	require.Contains(t, weekly, "Europe/Warsaw")
 	require.Contains(t, weekly, f.runID)
 	require.Contains(t, weekly, "triggered")
@@ -147,6 +147,16 @@ func TestBrowserPagesShowTheirData(t *testing.T) {
 	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("button.pause, button.trigger, #signal").length`))
 	require.NoError(t, err)
 	require.Zero(t, n)
+}
+
+// hovered returns what hovering each time in the first element sel
+// matches shows (its title, the exact instant), one a line: the pages
+// print times relative to now.
+func hovered(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelector(`+"`"+sel+"`"+`).querySelectorAll("time")].map(e => e.title)`))
+	require.NoError(t, err)
+	return strings.Join(s, "\n")
 }
 
 // until waits for a JavaScript condition to hold across page loads: a

@@ -20,14 +20,44 @@
 //	/                   tickers: each unit's cursor, next boundary, how far behind, lag;
 //	                    the leader's holder and term; ticks emitted and skipped (when a
 //	                    ticker runs in this process, see WithTickerCounts); lag over time
-//	/lists              to-do lists: pending, due now, oldest overdue, lag, parked, totals
+//	/lists              to-do lists: pending, due now, oldest overdue, lag, failing, parked,
+//	                    totals; ?q= (a part of the name), ?only=behind|failing|parked
 //	/lists/{name}       one list: its counts, a chart of items due in the next 24 hours,
 //	                    its items 50 a page (?after=cursor), ?parked=1 for parked items
-//	                    with their last error, and re-activate
-//	/schedules          each schedule's next slot in its own zone, its last runs with
+//	                    with their last error, and re-activate; a chart of its due items
+//	                    by how long they have been due (the items' due times: items done
+//	                    are deleted, so past lateness is the metrics' business)
+//	/schedules          50 schedules a page (?page=n), filtered and sorted on the server
+//	                    (?q= a part of the name, ?only=overdue|failing|paused,
+//	                    ?sort=name|next|attempts|runs), in one statement however many
+//	                    there are: each one's next slot in its own zone, the failed
+//	                    attempts at that slot with the last error, its last runs with
 //	                    run ids and outcomes; pause, resume, trigger
+//	/schedules/{name}   one schedule: the same, its last 100 runs and a chart of how late
+//	                    each fired (fired_at − slot, manual runs left out)
 //	/workflows          instances by state (?state=running…), 50 a page (?after=id)
 //	/workflows/{id}     one instance's history as a timeline; signal and cancel
+//
+// # The summary
+//
+// Every page but the error and confirmation pages starts with a summary
+// of what is wrong, each kind of trouble a count linking to its rows,
+// which their page highlights in the same colour: amber to look at soon,
+// red to look at now. The thresholds (trouble.go; docs/alerting.md turns
+// them into alerts):
+//
+//	ticker behind       a unit's next boundary past by over 1 min; red over 10 min
+//	ticker failing      publish failures counted by this process's ticker (red)
+//	lease expired       a holder whose lease ended: amber for 1 min, then red
+//	schedules overdue   next slot plus jitter past by over 1 min; red over 15 min
+//	to-do lists behind  the oldest due item waiting over 1 min; red over 15 min
+//	items parked        red; items failing (attempts, not parked) amber
+//	workflows stuck     red; workflows failed amber
+//
+// When nothing is wrong it says so. It reads the status, the overdue
+// schedules (schedule.ReadPage), the failing items (todolist.ReadFailing)
+// and the instances' states at every view: at 100,000 schedules that is
+// most of a page's cost.
 //
 // Every name a page shows (a list's, an item's, a schedule's, an
 // instance's, a workflow's, a holder's) and every error text is isolated
@@ -35,6 +65,11 @@
 // reverse the text after it; where a text is made of parts (the title, a
 // done message, a timeline line) its bidirectional controls show as
 // escapes, \u202e.
+//
+// Times print relative to the page's now ("5 min ago", "in 3 h") in a
+// <time> whose title and datetime hold the exact instant, RFC 3339 to the
+// second, in the dashboard's zone (WithLocation) or, for a schedule's
+// slots, the schedule's own. The JSON API keeps its lossless instants.
 //
 // Pages are html/template, server-rendered, charts inline SVG; the CSS and
 // the few lines of script that reload a page every refresh period (not while
@@ -58,7 +93,9 @@
 //	GET /api/lists                        the lists' counts (the status's todo_lists)
 //	GET /api/lists/{name}                 {stats, due_next_24h, from}
 //	GET /api/lists/{name}/items           {items, next}; ?after=<next>, ?parked=1, ?limit=1..1000
-//	GET /api/schedules                    schedules with next_slot in their zone and last_runs
+//	GET /api/schedules                    {schedules, total, page, pages, prev, next}: the page's
+//	                                      schedules with next_slot in their zone, failed_attempts,
+//	                                      last_error and last_runs; the page's query parameters
 //	GET /api/schedules/{name}/runs        runs, newest first; ?limit=1..1000
 //	GET /api/workflows                    {counts, state, instances, next}; ?state=, ?after=
 //	GET /api/workflows/{id}               {instance, history}

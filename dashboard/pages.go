@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -13,7 +14,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/orchestration"
 	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
@@ -33,6 +33,7 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("GET /lists", d.listsPage)
 	mux.HandleFunc("GET /lists/{name}", d.listPage)
 	mux.HandleFunc("GET /schedules", d.schedulesPage)
+	mux.HandleFunc("GET /schedules/{name}", d.schedulePage)
 	mux.HandleFunc("GET /workflows", d.workflowsPage)
 	mux.HandleFunc("GET /workflows/{id}", d.workflowPage)
 	// Triggering a schedule and cancelling an instance cannot be undone:
@@ -84,8 +85,11 @@ func securityHeaders(h http.Handler) http.Handler {
 // view is what every page's layout needs, beside the page's own data.
 type view struct {
 	Title, Nav string
-	Now        string
-	Refresh    int
+	// Now is the page's instant as its header prints it; Clock is the
+	// same now, which the page's relative times are measured from.
+	Now     string
+	Clock   clock
+	Refresh int
 	// Writable is true when an admin token is configured; Admin when
 	// this request proved it knows it, so action buttons show.
 	Writable, Admin bool
@@ -95,15 +99,30 @@ type view struct {
 	// Base is the path the dashboard is served under (WithBasePath),
 	// "" at the root; every link starts with it.
 	Base string
-	Data any
+	// Trouble is the summary at the top of the page (nil on the pages
+	// that ask before an action and on errors).
+	Trouble *summary
+	Data    any
 }
 
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
-	d.write(w, http.StatusOK, name, d.viewOf(r, name, title, data))
+	d.renderStatus(w, r, name, title, data, nil)
+}
+
+// renderStatus renders a page whose data came with the status st (nil
+// when it did not read it), which the summary then reads from.
+func (d *Dashboard) renderStatus(w http.ResponseWriter, r *http.Request, name, title string, data any, st *Status) {
+	v := d.viewOf(r, name, title, data)
+	if st != nil {
+		v.Clock.Now = st.Now.Time
+	}
+	v.Trouble = d.summarize(r.Context(), v.Clock.Now, st)
+	d.write(w, http.StatusOK, name, v)
 }
 
 func (d *Dashboard) viewOf(r *http.Request, name, title string, data any) view {
-	return view{Title: title, Nav: name, Now: timefmt.Format(d.clock.Now().In(d.loc)), Refresh: int(d.refresh.Seconds()),
+	now := d.clock.Now().In(d.loc)
+	return view{Title: title, Nav: name, Now: exact(now), Clock: clock{Now: now}, Refresh: int(d.refresh.Seconds()),
 		Writable: d.token != "", Admin: d.admin(r), Done: d.doneOf(r), Path: r.URL.RequestURI(), Base: d.base, Data: data}
 }
 
@@ -164,6 +183,8 @@ type unitRow struct {
 	UnitStatus
 	Lag    string
 	Counts *TickerCounts
+	// Level is how bad its lag is ("", amber, red: trouble.go).
+	Level string
 }
 
 type tickersData struct {
@@ -171,7 +192,9 @@ type tickersData struct {
 	Units    []unitRow
 	Counted  bool
 	LeaseFor string
-	Chart    template.HTML
+	// LeaseLevel is how bad the lease's state is ("" while live).
+	LeaseLevel string
+	Chart      template.HTML
 }
 
 func (d *Dashboard) tickersPage(w http.ResponseWriter, r *http.Request) {
@@ -189,27 +212,94 @@ func (d *Dashboard) tickersPage(w http.ResponseWriter, r *http.Request) {
 		row := unitRow{UnitStatus: u, Lag: "0s"}
 		if late := st.Now.Sub(u.Next.Time); late > 0 {
 			row.Lag = late.Round(time.Second).String()
+			row.Level = lateness(late, tickerGrace, tickerRed)
 		}
 		if c, ok := counts[u.Unit]; ok {
 			row.Counts = &c
+			if c.PublishFailures > 0 {
+				row.Level = red
+			}
 		}
 		data.Units = append(data.Units, row)
 	}
 	if st.Lease != nil {
 		data.LeaseFor = st.Lease.Expires.Sub(st.Now.Time).Round(time.Second).String()
+		if !st.Lease.Live {
+			data.LeaseLevel = worse(amber, lateness(st.Now.Sub(st.Lease.Expires.Time), leaseGrace, leaseGrace))
+		}
 	}
-	d.render(w, r, "tickers", "Tickers", data)
+	d.renderStatus(w, r, "tickers", "Tickers", data, &st)
 }
 
 // --- to-do lists
 
+// listRow is a list on the lists page: its counts, its items failing,
+// and how bad it stands.
+type listRow struct {
+	ListStatus
+	Failing int
+	// Level is the worst of: parked items (red), its oldest due item's
+	// wait (trouble.go), items failing (amber).
+	Level string
+}
+
+type listsData struct {
+	Rows []listRow
+	// Query and Only are the request's ?q= and ?only=; All counts the
+	// lists before them.
+	Query, Only string
+	All         int
+}
+
+// listFilters are the lists page's ?only= values, each keeping the rows
+// of one kind of trouble.
+var listFilters = map[string]func(listRow, time.Time) bool{
+	"":        func(listRow, time.Time) bool { return true },
+	"parked":  func(l listRow, _ time.Time) bool { return l.Parked > 0 },
+	"failing": func(l listRow, _ time.Time) bool { return l.Failing > 0 },
+	"behind": func(l listRow, now time.Time) bool {
+		return l.OldestDue != nil && lateness(now.Sub(l.OldestDue.Time), listGrace, listRed) != ""
+	},
+}
+
+// listsPage shows the lists ?q= (a part of the name) and ?only=
+// (parked, failing, behind) keep: the lists are few, so they are read
+// whole (ReadStatus, ReadFailing) and filtered here.
 func (d *Dashboard) listsPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	data := listsData{Rows: []listRow{}, Query: q.Get("q"), Only: q.Get("only")}
+	keep, ok := listFilters[data.Only]
+	if !ok {
+		d.fail(w, r, http.StatusBadRequest, fmt.Errorf("?only=%s: want parked, failing or behind", data.Only))
+		return
+	}
 	st, err := ReadStatus(r.Context(), d.db, d.clock.Now(), d.loc)
 	if err != nil {
 		d.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	d.render(w, r, "lists", "To-do lists", st.Lists)
+	failing, err := todolist.ReadFailing(r.Context(), d.db)
+	if err != nil {
+		d.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	data.All = len(st.Lists)
+	for _, l := range st.Lists {
+		row := listRow{ListStatus: l, Failing: failing[l.Name]}
+		if row.Failing > 0 {
+			row.Level = amber
+		}
+		if l.OldestDue != nil {
+			row.Level = worse(row.Level, lateness(st.Now.Sub(l.OldestDue.Time), listGrace, listRed))
+		}
+		if l.Parked > 0 {
+			row.Level = red
+		}
+		if keep(row, st.Now.Time) && strings.Contains(strings.ToLower(l.Name), strings.ToLower(data.Query)) {
+			data.Rows = append(data.Rows, row)
+		}
+	}
+	d.renderStatus(w, r, "lists", "To-do lists", data, &st)
 }
 
 // listView is one list's page and its API answer.
@@ -295,7 +385,16 @@ type listData struct {
 	Parked bool
 	First  bool
 	Chart  template.HTML
+	// Lateness charts the list's due items by how long they have been due.
+	Lateness template.HTML
 }
+
+// latenessBounds are the buckets of a list's lateness chart, and
+// latenessLabels their names.
+var (
+	latenessBounds = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour}
+	latenessLabels = []string{"< 1 min", "1–5 min", "5–15 min", "15 min–1 h", "1–6 h", "6–24 h", "> 1 d"}
+)
 
 func (d *Dashboard) listPage(w http.ResponseWriter, r *http.Request) {
 	lv, code, err := d.readList(r)
@@ -312,24 +411,39 @@ func (d *Dashboard) listPage(w http.ResponseWriter, r *http.Request) {
 	chart := barChart("items due in the next 24 hours", lv.DueNext24h, func(i int) string {
 		return from.Add(time.Duration(i) * time.Hour).Format("15:04")
 	}, 3)
+	late, err := todolist.ReadLateness(r.Context(), d.db, lv.Stats.Name, d.clock.Now(), latenessBounds)
+	if err != nil {
+		d.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	lateness := barChart("due items by how long they have been due", late, func(i int) string { return latenessLabels[i] }, 1)
 	d.render(w, r, "list", lv.Stats.Name, listData{Name: lv.Stats.Name, List: lv, Items: items, Parked: parked,
-		First: r.URL.Query().Get("after") == "", Chart: chart})
+		First: r.URL.Query().Get("after") == "", Chart: chart, Lateness: lateness})
 }
 
 // --- schedules
 
 type scheduleView struct {
-	Name    string          `json:"name"`
-	Spec    string          `json:"spec"`
-	Zone    string          `json:"zone"`
-	Command string          `json:"command"`
-	Paused  bool            `json:"paused"`
-	Next    *Time           `json:"next_slot"`
-	Runs    int64           `json:"runs"`
-	Skipped int64           `json:"skipped"`
-	Open    int             `json:"open_runs"`
-	Last    []runView       `json:"last_runs"`
-	Stored  schedule.Stored `json:"-"`
+	Name    string    `json:"name"`
+	Spec    string    `json:"spec"`
+	Zone    string    `json:"zone"`
+	Command string    `json:"command"`
+	Paused  bool      `json:"paused"`
+	Next    *Time     `json:"next_slot"`
+	Runs    int64     `json:"runs"`
+	Skipped int64     `json:"skipped"`
+	Open    int       `json:"open_runs"`
+	Last    []runView `json:"last_runs"`
+	// FailedAttempts counts the failed attempts at the next slot (each
+	// rolled back, so no run records them); LastError is the latest's,
+	// RetryAt when the slot is tried again, Parked when it is not.
+	FailedAttempts int    `json:"failed_attempts"`
+	LastError      string `json:"last_error"`
+	RetryAt        *Time  `json:"retry_at"`
+	Parked         bool   `json:"parked"`
+	// Overdue is how bad the next slot's lateness is ("", "amber" or
+	// "red": see the thresholds in trouble.go).
+	Overdue string `json:"overdue"`
 }
 
 type runView struct {
@@ -345,22 +459,137 @@ type runView struct {
 // lastRuns is how many runs a schedule shows.
 const lastRuns = 5
 
-func (d *Dashboard) readSchedules(r *http.Request) ([]scheduleView, error) {
-	stored, err := schedule.ReadSchedules(r.Context(), d.db)
-	if err != nil {
-		return nil, err
-	}
-	out := []scheduleView{}
-	for _, s := range stored {
-		runs, err := schedule.ReadRuns(r.Context(), d.db, s.Name, lastRuns)
-		if err != nil {
-			return nil, err
+// schedulesView is a page of schedules, as the page and the API show it.
+type schedulesView struct {
+	Schedules []scheduleView `json:"schedules"`
+	// Total counts the schedules ?q= and ?only= keep; Page is this page's
+	// number from 1, Pages how many there are.
+	Total int `json:"total"`
+	Page  int `json:"page"`
+	Pages int `json:"pages"`
+	// Query, Only and Sort are the request's ?q=, ?only= and ?sort=.
+	Query string `json:"q"`
+	Only  string `json:"only"`
+	Sort  string `json:"sort"`
+	// Prev and Next are the links (below the base path) to the pages
+	// before and after, "" at either end.
+	Prev string `json:"prev"`
+	Next string `json:"next"`
+}
+
+// schedulesPageSize is how many schedules a page shows.
+const schedulesPageSize = 50
+
+// readSchedules reads the page of schedules ?page=, ?q=, ?only= and
+// ?sort= select: one statement (schedule.ReadPage), however many
+// schedules there are.
+func (d *Dashboard) readSchedules(r *http.Request) (schedulesView, int, error) {
+	q := r.URL.Query()
+	v := schedulesView{Schedules: []scheduleView{}, Page: 1, Query: q.Get("q"), Only: q.Get("only"), Sort: q.Get("sort")}
+	if s := q.Get("page"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > math.MaxInt32/schedulesPageSize {
+			return v, http.StatusBadRequest, fmt.Errorf("?page=%s: want a page number from 1", s)
 		}
-		v := scheduleView{Name: s.Name, Spec: s.Spec, Zone: s.Zone.String(), Command: s.Command, Paused: s.Paused,
-			Next: TimeOf(s.Next), Runs: s.Runs, Skipped: s.Skipped, Open: s.Open, Last: runViews(runs, s.Zone), Stored: s}
-		out = append(out, v)
+		v.Page = n
 	}
-	return out, nil
+	only := schedule.PageFilter(v.Only)
+	if !slices.Contains([]schedule.PageFilter{schedule.AllSchedules, schedule.Overdue, schedule.Failing, schedule.PausedOnly}, only) {
+		return v, http.StatusBadRequest, fmt.Errorf("?only=%s: want overdue, failing or paused", v.Only)
+	}
+	sort := schedule.PageSort(v.Sort)
+	if !slices.Contains([]schedule.PageSort{"", schedule.ByName, schedule.ByNext, schedule.ByAttempts, schedule.ByRuns}, sort) {
+		return v, http.StatusBadRequest, fmt.Errorf("?sort=%s: want name, next, attempts or runs", v.Sort)
+	}
+	now := d.clock.Now()
+	page, err := schedule.ReadPage(r.Context(), d.db, schedule.PageQuery{Match: v.Query, Filter: only, Sort: sort,
+		Offset: (v.Page - 1) * schedulesPageSize, Limit: schedulesPageSize, Runs: lastRuns, Now: now, Grace: scheduleGrace})
+	if err != nil {
+		return v, http.StatusInternalServerError, err
+	}
+	for _, s := range page.Rows {
+		v.Schedules = append(v.Schedules, d.scheduleView(s, now))
+	}
+	v.Total = page.Total
+	v.Pages = max(1, (v.Total+schedulesPageSize-1)/schedulesPageSize)
+	if v.Page > 1 {
+		v.Prev = v.link(v.Page - 1)
+	}
+	if v.Page < v.Pages {
+		v.Next = v.link(v.Page + 1)
+	}
+	return v, 0, nil
+}
+
+// scheduleRuns is how many runs a schedule's own page shows and charts.
+const scheduleRuns = 100
+
+type scheduleData struct {
+	Schedule scheduleView
+	// Lateness charts how late its planned runs fired (fired_at − slot).
+	Lateness template.HTML
+}
+
+// schedulePage is one schedule: what the schedules page shows of it,
+// with its last 100 runs and a chart of how late they fired.
+func (d *Dashboard) schedulePage(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	now := d.clock.Now()
+	page, err := schedule.ReadPage(r.Context(), d.db, schedule.PageQuery{Name: name, Limit: 1, Runs: scheduleRuns, Now: now, Grace: scheduleGrace})
+	if err != nil {
+		d.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if len(page.Rows) == 0 {
+		d.fail(w, r, http.StatusNotFound, fmt.Errorf("no schedule named %q", name))
+		return
+	}
+	s := page.Rows[0]
+	v := d.scheduleView(s, now)
+	// Oldest first, planned runs only: a manual run has no slot to be
+	// late for.
+	var late []int
+	var slots []time.Time
+	for i := len(s.Last) - 1; i >= 0; i-- {
+		if run := s.Last[i]; !run.Manual {
+			late = append(late, int(run.FiredAt.Sub(run.Slot)/time.Second))
+			slots = append(slots, run.Slot)
+		}
+	}
+	chart := template.HTML(`<p class="empty">No planned runs yet.</p>`)
+	if len(late) > 0 {
+		chart = barChart("seconds from slot to firing, last runs", late, func(i int) string { return slots[i].Format("01-02 15:04") }, max(1, len(late)/6))
+	}
+	d.render(w, r, "schedule", s.Name, scheduleData{Schedule: v, Lateness: chart})
+}
+
+// scheduleView is a schedule as the pages and the API show it, its
+// lateness judged at now.
+func (d *Dashboard) scheduleView(s schedule.PageRow, now time.Time) scheduleView {
+	sv := scheduleView{Name: s.Name, Spec: s.Spec, Zone: s.Zone.String(), Command: s.Command, Paused: s.Paused,
+		Next: TimeOf(s.Next), Runs: s.Runs, Skipped: s.Skipped, Open: s.Open, Last: runViews(s.Last, s.Zone),
+		FailedAttempts: s.Attempts, LastError: s.LastError, RetryAt: TimeOf(s.RetryAt), Parked: s.Parked}
+	if !s.Paused && !s.Next.IsZero() {
+		sv.Overdue = scheduleLateness(now.Sub(s.Next.Add(s.Jitter)))
+	}
+	return sv
+}
+
+// link is the path of page n with this page's query, filter and order.
+func (v schedulesView) link(n int) string {
+	q := url.Values{}
+	for k, val := range map[string]string{"q": v.Query, "only": v.Only, "sort": v.Sort} {
+		if val != "" {
+			q.Set(k, val)
+		}
+	}
+	if n > 1 {
+		q.Set("page", strconv.Itoa(n))
+	}
+	if len(q) == 0 {
+		return "/schedules"
+	}
+	return "/schedules?" + q.Encode()
 }
 
 func runViews(runs []schedule.RunRecord, loc *time.Location) []runView {
@@ -373,9 +602,9 @@ func runViews(runs []schedule.RunRecord, loc *time.Location) []runView {
 }
 
 func (d *Dashboard) schedulesPage(w http.ResponseWriter, r *http.Request) {
-	s, err := d.readSchedules(r)
+	s, code, err := d.readSchedules(r)
 	if err != nil {
-		d.fail(w, r, http.StatusInternalServerError, err)
+		d.fail(w, r, code, err)
 		return
 	}
 	d.render(w, r, "schedules", "Schedules", s)

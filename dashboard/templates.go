@@ -5,29 +5,24 @@ import (
 	"html/template"
 	"strings"
 	"unicode"
-
-	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // pageNames are the pages, each a template of its own over layout.html.
-var pageNames = []string{"tickers", "lists", "list", "schedules", "workflows", "workflow", "confirm", "error"}
+var pageNames = []string{"tickers", "lists", "list", "schedules", "schedule", "workflows", "workflow", "confirm", "error"}
 
 var funcs = template.FuncMap{
-	"time": func(t any) string {
-		switch t := t.(type) {
-		case Time:
-			return timefmt.Format(t.Time)
-		case *Time:
-			if t == nil {
-				return "-"
-			}
-			return timefmt.Format(t.Time)
-		}
-		return fmt.Sprint(t)
-	},
+	"when":    when,
 	"path":    pathEscape,
 	"thous":   thousands,
 	"visible": visibleBidi,
+	"section": func(s scheduleView, v view) sectionData { return sectionData{S: s, V: v} },
+}
+
+// sectionData is a schedule's section as the schedules page and the
+// schedule's own page show it: the schedule and the page's view.
+type sectionData struct {
+	S scheduleView
+	V view
 }
 
 // visibleBidi writes the bidirectional controls of s (U+202E, the
@@ -55,7 +50,7 @@ func isBidiControl(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }
 func parsePages() (map[string]*template.Template, error) {
 	pages := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
-		t, err := template.New(name).Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New(name).Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/section.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: parse the %s page: %w", name, err)
 		}

@@ -1,0 +1,177 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/passage-of-time/passage/orchestration"
+	"github.com/passage-of-time/passage/schedule"
+	"github.com/passage-of-time/passage/todolist"
+)
+
+// The summary at the top of every page: each kind of trouble a count,
+// amber (look soon) or red (look now), linking to its rows, which their
+// pages highlight in the same colour. The thresholds, which
+// docs/alerting.md repeats for the alerts:
+//
+//   - ticker behind: a unit's next boundary is past by more than
+//     tickerGrace (1 min: a ticker wakes every minute); red beyond
+//     tickerRed (10 min).
+//   - ticker failing: a unit's publish failures, counted by the ticker
+//     running in this process (WithTickerCounts): red.
+//   - lease expired: the lease has a holder and its end is past: amber
+//     for leaseGrace (1 min: another replica takes over at its next
+//     wake-up), red after.
+//   - schedules overdue: next slot (plus jitter) past by more than
+//     scheduleGrace (1 min); red when the most overdue is past by more
+//     than scheduleRed (15 min).
+//   - lists behind: a list's oldest due item has waited more than
+//     listGrace (1 min); red beyond listRed (15 min).
+//   - items parked: red (the attempts ran out: only a person moves them).
+//   - items failing: attempts above zero, not parked: amber.
+//   - workflows stuck: red; workflows failed: amber (a failure the
+//     workflow returned; it stays counted until its history is removed).
+const (
+	tickerGrace   = time.Minute
+	tickerRed     = 10 * time.Minute
+	leaseGrace    = time.Minute
+	scheduleGrace = time.Minute
+	scheduleRed   = 15 * time.Minute
+	listGrace     = time.Minute
+	listRed       = 15 * time.Minute
+)
+
+// Levels of trouble, also the CSS classes' suffixes (trouble-amber).
+const (
+	amber = "amber"
+	red   = "red"
+)
+
+// lateness says how bad late is against a grace and a red threshold: ""
+// within the grace, amber up to red, red beyond.
+func lateness(late, grace, redAfter time.Duration) string {
+	switch {
+	case late <= grace:
+		return ""
+	case late <= redAfter:
+		return amber
+	}
+	return red
+}
+
+// scheduleLateness is lateness with the schedules' thresholds.
+func scheduleLateness(late time.Duration) string { return lateness(late, scheduleGrace, scheduleRed) }
+
+// worse returns the worse of two levels.
+func worse(a, b string) string {
+	if a == red || b == red {
+		return red
+	}
+	if a == amber || b == amber {
+		return amber
+	}
+	return ""
+}
+
+// troubleItem is one count of the summary.
+type troubleItem struct {
+	// ID names it: the element's id is "trouble-" + ID.
+	ID    string
+	Count int
+	What  string
+	Level string
+	// Link is the filtered page of its rows, below the base path.
+	Link string
+}
+
+// summary is the row of counts at the top of every page.
+type summary struct {
+	Items []troubleItem
+	// Error says what could not be read (the rest still shows).
+	Error string
+}
+
+// summarize reads the summary at now. st is the status when the page
+// has read it already (nil: read here).
+func (d *Dashboard) summarize(ctx context.Context, now time.Time, st *Status) *summary {
+	var errs []error
+	if st == nil {
+		s, err := ReadStatus(ctx, d.db, now, d.loc)
+		if err != nil {
+			return &summary{Error: err.Error()}
+		}
+		st = &s
+	}
+	var out summary
+	add := func(id string, n int, what, level, link string) {
+		if n > 0 && level != "" {
+			out.Items = append(out.Items, troubleItem{ID: id, Count: n, What: what, Level: level, Link: link})
+		}
+	}
+
+	behind, level := 0, ""
+	for _, u := range st.Units {
+		if l := lateness(now.Sub(u.Next.Time), tickerGrace, tickerRed); l != "" {
+			behind++
+			level = worse(level, l)
+		}
+	}
+	add("ticker-behind", behind, plural(behind, "ticker unit behind", "ticker units behind"), level, "/#units")
+	if d.counts != nil {
+		failing := 0
+		for _, c := range d.counts() {
+			if c.PublishFailures > 0 {
+				failing++
+			}
+		}
+		add("ticker-failing", failing, plural(failing, "ticker unit failing to publish", "ticker units failing to publish"), red, "/#units")
+	}
+	if l := st.Lease; l != nil && !l.Live {
+		add("lease-expired", 1, "lease expired", worse(amber, lateness(now.Sub(l.Expires.Time), leaseGrace, leaseGrace)), "/#lease")
+	}
+
+	overdue, err := schedule.ReadPage(ctx, d.db, schedule.PageQuery{Filter: schedule.Overdue, Sort: schedule.ByNext, Limit: 1, Now: now, Grace: scheduleGrace})
+	errs = append(errs, err)
+	if len(overdue.Rows) > 0 {
+		s := overdue.Rows[0]
+		add("schedules-overdue", overdue.Total, plural(overdue.Total, "schedule overdue", "schedules overdue"),
+			scheduleLateness(now.Sub(s.Next.Add(s.Jitter))), "/schedules?only=overdue&sort=next")
+	}
+
+	lists, parked, level := 0, 0, ""
+	for _, l := range st.Lists {
+		parked += l.Parked
+		if l.OldestDue != nil {
+			if lv := lateness(now.Sub(l.OldestDue.Time), listGrace, listRed); lv != "" {
+				lists++
+				level = worse(level, lv)
+			}
+		}
+	}
+	add("lists-behind", lists, plural(lists, "to-do list behind", "to-do lists behind"), level, "/lists?only=behind")
+	add("items-parked", parked, plural(parked, "item parked", "items parked"), red, "/lists?only=parked")
+	failingBy, err := todolist.ReadFailing(ctx, d.db)
+	errs = append(errs, err)
+	failing := 0
+	for _, n := range failingBy {
+		failing += n
+	}
+	add("items-failing", failing, plural(failing, "item failing", "items failing"), amber, "/lists?only=failing")
+
+	counts, err := orchestration.CountInstances(ctx, d.db)
+	errs = append(errs, err)
+	add("workflows-stuck", counts[orchestration.Stuck], plural(counts[orchestration.Stuck], "workflow stuck", "workflows stuck"), red, "/workflows?state=stuck")
+	add("workflows-failed", counts[orchestration.Failed], plural(counts[orchestration.Failed], "workflow failed", "workflows failed"), amber, "/workflows?state=failed")
+	if err := errors.Join(errs...); err != nil {
+		out.Error = err.Error()
+	}
+	return &out
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
