@@ -20,6 +20,9 @@ import (
 // (tick.MinuteHasPassed for <prefix>.minute, …, tick.TicksSkipped for
 // skip reports), on a local bus: a service that runs no ticker then
 // subscribes todolist.Handle[tick.MinuteHasPassed] and the rest unchanged.
+// Messages on deeper subjects under the prefix (the schedule runs of
+// "ticker run --nats", <prefix>.schedule.<name>) are not time: it acks
+// them without a handler.
 //
 // One message is in flight at a time, in stream order. It is acked once
 // the local Publish returned nil — every handler succeeded — and the
@@ -190,6 +193,16 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	log := c.cfg.logger.With("consumer", c.durable, "message", m.ID, "subject", m.Subject, "delivered", m.Delivered)
 	ev, err := decode(c.prefix, m.Subject, msg.Data())
+	if errors.Is(err, errNotTime) {
+		// Another publisher's message on the stream (a schedule's run
+		// from "ticker run --nats"): no handler of time wants it, and it
+		// must not hold back the minutes after it.
+		log.Debug("natsjs: consumer passes by a message that holds no time")
+		if err := msg.Ack(); err != nil {
+			log.Warn("natsjs: consumer could not ack a message it passed by", "error", err)
+		}
+		return
+	}
 	if err != nil {
 		// It would fail the same way at every delivery and hold back the
 		// messages after it for good.

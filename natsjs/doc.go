@@ -19,13 +19,28 @@
 // [EnsureStream] creates (or checks) a stream storing every subject under
 // a prefix, with a duplicate window at least the ticker's lease TTL.
 // [NewPublisher] returns a tick.Publisher, to hand to tick.New in place
-// of a bus: each boundary goes to <prefix>.<unit> (passage.time.minute,
-// passage.time.hour, …) as the event's lossless JSON, with Nats-Msg-Id
-// its identity, unit and boundary ("minute/2026-11-26T12:01:00Z"), and
-// Publish returns only once the server has stored it. The ticker's cursor
-// therefore moves only past stored boundaries, and a boundary published
-// twice — by a replica taking the lease over, or a retry after a lost ack
-// — is stored once. Skip reports go to <prefix>.skipped.<unit>.
+// of a bus, that publishes each event and returns only once the server
+// has stored it. The ticker's cursor therefore moves only past stored
+// boundaries, and a boundary published twice — by a replica taking the
+// lease over, or a retry after a lost ack — is stored once.
+//
+// # The layout
+//
+// This package owns the layout of time on a stream; [Encode] gives it to
+// publishers of their own, and the ticker binary's "ticker run --nats"
+// publishes through it, so a [Consumer] reads either:
+//
+//	subject                  body                          Nats-Msg-Id
+//	<prefix>.<unit>          the event's JSON (tick's)     its ID, unit and boundary: minute/2026-11-26T12:01:00Z
+//	<prefix>.skipped.<unit>  the tick.TicksSkipped's JSON  skipped/<unit>/<from>..<to>, instants in UTC
+//
+// with <unit> minute, hour, day, week, month, quarter or year
+// (passage.time.minute, passage.time.skipped.hour, …), and tick's JSON
+// lossless: instants keep offsets with seconds. The IDs are the keys
+// "ticker run" stores the records under in its outbox and sends a
+// webhook as Idempotency-Key. Subjects of more tokens under the prefix
+// are not time and a Consumer acks them unread: "ticker run --nats"
+// puts a schedule's runs on <prefix>.schedule.<name> in the same stream.
 //
 // # Time from a stream
 //
