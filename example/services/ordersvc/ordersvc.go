@@ -136,9 +136,17 @@ func Run(ctx context.Context, args []string, w io.Writer) (err error) {
 	if err := errors.Join(consumer.Stop(context.WithoutCancel(ctx)), reports.stop()); err != nil {
 		return err
 	}
+	left, err := sys.Pending().Stats(context.WithoutCancel(ctx), clock.Now())
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fmt.Fprintf(w, "done: %d paid and completed, %d cancelled by timeout, %d pending, %d report(s)\n", s.completed, s.cancelled, max(s.pending, 0), s.reported)
+	end := "done"
+	if !s.closed {
+		end = "interrupted"
+	}
+	fmt.Fprintf(w, "%s: %d paid and completed, %d cancelled by timeout, %d pending, %d report(s)\n", end, s.completed, s.cancelled, left.Pending, s.reported)
 	return nil
 }
 
