@@ -75,8 +75,9 @@ func recordingHandler(out *delivery, runs *atomic.Int64, ran func(schedule.Run))
 // tables on first use like the ticker's own. Schedules fire on minute
 // boundaries: without minute in --units, a database that holds schedules
 // is a usage error (firing them an hour or a day late would be worse), and
-// one that holds none gets no scheduler (nil).
-func openFiring(ctx context.Context, db *sqldb.DB, units []tick.Unit, out *delivery, clock clockwork.Clock, logger *slog.Logger, m *metrics) (*firing, error) {
+// one that holds none gets no scheduler (nil). opts go to schedule.Open
+// (the command's telemetry providers).
+func openFiring(ctx context.Context, db *sqldb.DB, units []tick.Unit, out *delivery, clock clockwork.Clock, logger *slog.Logger, m *metrics, opts ...schedule.Option) (*firing, error) {
 	if !slices.Contains(units, tick.Minute) {
 		n, err := countSchedules(ctx, db)
 		if err != nil {
@@ -92,10 +93,10 @@ func openFiring(ctx context.Context, db *sqldb.DB, units []tick.Unit, out *deliv
 		return nil, nil
 	}
 	f := &firing{out: out}
-	s, err := schedule.Open(ctx, db.DB, recordingHandler(out, &f.runs, m.ranRun), schedule.WithClock(clock),
+	s, err := schedule.Open(ctx, db.DB, recordingHandler(out, &f.runs, m.ranRun), append([]schedule.Option{schedule.WithClock(clock),
 		schedule.WithSkipsRecordedTx(func(ctx context.Context, tx *sqlx.Tx, r schedule.SlotsSkipped) error {
 			return out.write(ctx, tx, r)
-		}))
+		})}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("open the schedules: %w", err)
 	}

@@ -38,9 +38,10 @@ import (
 //	passage.tick.emission.lag           passage_tick_emission_lag_seconds        unit   (recorded by tick; histogram: boundary to publication)
 //	passage.tick.emission.lag.max       passage_tick_emission_lag_max_seconds    unit
 //	passage.tick.store.failures         passage_tick_store_failures_total        unit   (recorded by tick; a lease call's without)
-//	passage.schedule.runs.fired         passage_schedule_runs_fired_total               (fired and committed by this process)
-//	passage.schedule.run.lateness       passage_schedule_run_lateness_seconds           (histogram: slot to firing)
-//	passage.schedule.run.lateness.max   passage_schedule_run_lateness_max_seconds
+//	passage.schedule.runs.fired         passage_schedule_runs_fired_total               (recorded by schedule; fired and committed by this process)
+//	passage.schedule.runs.skipped       passage_schedule_runs_skipped_total             (recorded by schedule; slots reported skipped)
+//	passage.schedule.run.lateness       passage_schedule_run_lateness_seconds           (recorded by schedule; histogram: slot's due time to handler)
+//	passage.schedule.run.lateness.max   passage_schedule_run_lateness_max_seconds       (slot to firing, a jittered slot's jitter included)
 //	passage.delivery.records.delivered  passage_delivery_records_delivered_total sink   (this process's relay)
 //	passage.delivery.records.refused    passage_delivery_records_refused_total   sink
 //	passage.delivery.records.parked     passage_delivery_records_parked_total    sink
@@ -101,20 +102,20 @@ type metrics struct {
 	// counts its jitter).
 	runLateMax float64
 
-	runsC                         metric.Int64Counter
-	runLateness, deliveryLateness metric.Float64Histogram
+	deliveryLateness metric.Float64Histogram
 }
 
-// newMetrics makes the instruments of meter, with the runs' counter at
-// zero so that its series exists before the first run.
+// newMetrics makes the instruments of meter. The schedule package
+// records the runs' counter and lateness histogram itself
+// (schedule.WithMeterProvider, see openFiring); the largest lateness, a
+// gauge, stays here, since the Prometheus exporter drops a histogram's
+// max.
 func newMetrics(meter metric.Meter) (*metrics, error) {
 	m := &metrics{
 		emitted: map[tick.Unit]int64{}, skipped: map[tick.Unit]int64{}, failures: map[tick.Unit]int64{},
 		lagMax: map[tick.Unit]float64{},
 	}
 	var errs instrumentErrors
-	m.runsC = errs.counter(meter, "passage.schedule.runs.fired", "{run}", "Schedule runs this process fired and committed.")
-	m.runLateness = errs.histogram(meter, "passage.schedule.run.lateness", "Delay between a run's slot and its firing.")
 	m.deliveryLateness = errs.histogram(meter, "passage.delivery.lateness", "Delay between a record's commit and its delivery.")
 	lagMax := errs.gauge(meter, "passage.tick.emission.lag.max", "s", "Largest delay between a boundary and its publication.")
 	runLateMax := errs.gauge(meter, "passage.schedule.run.lateness.max", "s", "Largest delay between a run's slot and its firing.")
@@ -132,7 +133,6 @@ func newMetrics(meter metric.Meter) (*metrics, error) {
 	}, lagMax, runLateMax); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	m.runsC.Add(context.Background(), 0)
 	return m, nil
 }
 
@@ -141,15 +141,13 @@ func unitAttr(u tick.Unit) metric.MeasurementOption {
 	return metric.WithAttributes(attribute.String("unit", string(u)))
 }
 
-// ranRun counts a committed schedule run; nil-safe for commands that keep
-// no metrics.
+// ranRun keeps the largest lateness of a committed schedule run; nil-safe
+// for commands that keep no metrics.
 func (m *metrics) ranRun(r schedule.Run) {
 	if m == nil {
 		return
 	}
 	late := max(r.FiredAt.Sub(r.Slot), 0).Seconds()
-	m.runsC.Add(context.Background(), 1)
-	m.runLateness.Record(context.Background(), late)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.runLateMax = max(m.runLateMax, late)
@@ -293,12 +291,6 @@ func (e *instrumentErrors) add(name string, err error) {
 }
 
 func (e instrumentErrors) err() error { return errors.Join(e...) }
-
-func (e *instrumentErrors) counter(meter metric.Meter, name, unit, desc string) metric.Int64Counter {
-	c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-	e.add(name, err)
-	return c
-}
 
 // histogram makes a histogram of delays in seconds.
 func (e *instrumentErrors) histogram(meter metric.Meter, name, desc string) metric.Float64Histogram {

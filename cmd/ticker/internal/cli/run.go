@@ -16,6 +16,7 @@ import (
 
 	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/internal/timefmt"
+	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
 )
 
@@ -167,7 +168,14 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	var fire *firing
 	if f.schedules && !backfill {
 		units, _ := parseUnits(f.units) // already checked by tickerOptions
-		if fire, err = openFiring(ctx, db, units, out, clock, logger, metrics); err != nil {
+		// The command's own providers, as the ticker's; the schedules'
+		// series without the schedule's name, bounded however many
+		// schedules the database holds (schedule.WithMetricsPerSchedule).
+		sopts := []schedule.Option{schedule.WithMeterProvider(tel.meters), schedule.WithMetricsPerSchedule(false)}
+		if tel.tracers != nil {
+			sopts = append(sopts, schedule.WithTracerProvider(tel.tracers))
+		}
+		if fire, err = openFiring(ctx, db, units, out, clock, logger, metrics, sopts...); err != nil {
 			return err
 		}
 		if fire != nil {
