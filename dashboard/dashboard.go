@@ -56,6 +56,8 @@ type Dashboard struct {
 	triggerNote  string
 	bodyTimeout  time.Duration
 
+	summary summaryCache
+
 	mu      sync.Mutex
 	stop    context.CancelFunc
 	stopped chan struct{}

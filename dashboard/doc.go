@@ -55,9 +55,10 @@
 //	workflows stuck     red; workflows failed amber
 //
 // When nothing is wrong it says so. It reads the status, the overdue
-// schedules (schedule.ReadPage), the failing items (todolist.ReadFailing)
-// and the instances' states at every view: at 100,000 schedules that is
-// most of a page's cost.
+// schedules (schedule.ReadOverdue), the failing items
+// (todolist.ReadFailing) and the instances' states: at 100,000 schedules
+// more than the page under it, so one reading serves the pages of the
+// following second.
 //
 // Every name a page shows (a list's, an item's, a schedule's, an
 // instance's, a workflow's, a holder's) and every error text is isolated

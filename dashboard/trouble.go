@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/passage-of-time/passage/orchestration"
@@ -92,9 +93,41 @@ type summary struct {
 	Error string
 }
 
-// summarize reads the summary at now. st is the status when the page
-// has read it already (nil: read here).
+// summaryTTL is how long a summary serves the pages after it was read:
+// it reads the whole status, every schedule and every item, which at
+// 100,000 schedules costs more than the page under it, and pages
+// reload every 10 s.
+const summaryTTL = time.Second
+
+// summaryCache is the latest summary and the instant it was read at.
+type summaryCache struct {
+	mu  sync.Mutex
+	at  time.Time
+	sum *summary
+}
+
+// summarize returns the summary at now: the one read less than
+// summaryTTL before now (on the dashboard's clock), else a fresh one.
+// st is the status when the page has read it already (nil: read here).
 func (d *Dashboard) summarize(ctx context.Context, now time.Time, st *Status) *summary {
+	c := &d.summary
+	c.mu.Lock()
+	if c.sum != nil && !now.Before(c.at) && now.Sub(c.at) < summaryTTL {
+		defer c.mu.Unlock()
+		return c.sum
+	}
+	c.mu.Unlock()
+	sum := d.readSummary(ctx, now, st)
+	if sum.Error == "" {
+		c.mu.Lock()
+		c.at, c.sum = now, sum
+		c.mu.Unlock()
+	}
+	return sum
+}
+
+// readSummary reads the summary at now from the database.
+func (d *Dashboard) readSummary(ctx context.Context, now time.Time, st *Status) *summary {
 	var errs []error
 	if st == nil {
 		s, err := ReadStatus(ctx, d.db, now, d.loc)
@@ -131,13 +164,10 @@ func (d *Dashboard) summarize(ctx context.Context, now time.Time, st *Status) *s
 		add("lease-expired", 1, "lease expired", worse(amber, lateness(now.Sub(l.Expires.Time), leaseGrace, leaseGrace)), "/#lease")
 	}
 
-	overdue, err := schedule.ReadPage(ctx, d.db, schedule.PageQuery{Filter: schedule.Overdue, Sort: schedule.ByNext, Limit: 1, Now: now, Grace: scheduleGrace})
+	overdue, oldest, err := schedule.ReadOverdue(ctx, d.db, now, scheduleGrace)
 	errs = append(errs, err)
-	if len(overdue.Rows) > 0 {
-		s := overdue.Rows[0]
-		add("schedules-overdue", overdue.Total, plural(overdue.Total, "schedule overdue", "schedules overdue"),
-			scheduleLateness(now.Sub(s.Next.Add(s.Jitter))), "/schedules?only=overdue&sort=next")
-	}
+	add("schedules-overdue", overdue, plural(overdue, "schedule overdue", "schedules overdue"),
+		scheduleLateness(now.Sub(oldest)), "/schedules?only=overdue&sort=next")
 
 	lists, parked, level := 0, 0, ""
 	for _, l := range st.Lists {

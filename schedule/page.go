@@ -272,3 +272,31 @@ func pageRowOf(r pageRow) PageRow {
 	}
 	return row
 }
+
+// ReadOverdue counts the schedules [Overdue] keeps at now with grace,
+// and returns the earliest of their due instants (next slot plus
+// jitter; zero when none): what a summary needs, in one aggregate over
+// the schedules, without sorting or joining them.
+func ReadOverdue(ctx context.Context, db sqlx.ExtContext, now time.Time, grace time.Duration) (int, time.Time, error) {
+	tables, err := sqldb.Tables(ctx, db)
+	if err != nil || !tables["schedule_schedules"] {
+		return 0, time.Time{}, wrapOverdue(err)
+	}
+	var row struct {
+		N      int   `db:"n"`
+		Oldest int64 `db:"oldest"`
+	}
+	err = sqlx.GetContext(ctx, db, &row, db.Rebind(`SELECT COUNT(*) AS n, COALESCE(MIN(next_slot + jitter), 0) AS oldest
+FROM schedule_schedules WHERE paused = 0 AND next_slot <> 0 AND next_slot + jitter < ?`), sqldb.EncodeTime(now.Add(-grace)))
+	if err != nil || row.N == 0 {
+		return row.N, time.Time{}, wrapOverdue(err)
+	}
+	return row.N, sqldb.DecodeTime(row.Oldest), nil
+}
+
+func wrapOverdue(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("schedule: read overdue: %w", err)
+}

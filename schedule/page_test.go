@@ -154,6 +154,19 @@ func TestReadPageAgreesWithReadingScheduleBySchedule(t *testing.T) {
 				require.True(t, strings.HasPrefix(r.Name, "Broken"), r.Name)
 				require.Contains(t, r.LastError, "the printer is on fire")
 			}
+			// ReadOverdue: the overdue page's total, and its first due instant.
+			count, oldest, err := schedule.ReadOverdue(ctx, db, clock.Now(), grace)
+			require.NoError(t, err)
+			first, err := schedule.ReadPage(ctx, db, schedule.PageQuery{Filter: schedule.Overdue, Sort: schedule.ByNext, Limit: 1, Now: clock.Now(), Grace: grace})
+			require.NoError(t, err)
+			require.Positive(t, count)
+			require.Equal(t, first.Total, count)
+			require.True(t, first.Rows[0].Next.Add(first.Rows[0].Jitter).Equal(oldest), "%s, want %s", oldest, first.Rows[0].Next)
+			count, oldest, err = schedule.ReadOverdue(ctx, db, start, grace)
+			require.NoError(t, err)
+			require.Zero(t, count)
+			require.True(t, oldest.IsZero())
+
 			// One schedule by name, with more runs than a page shows.
 			one, err := schedule.ReadPage(ctx, db, schedule.PageQuery{Name: "job-00", Limit: 1, Runs: 100, Now: clock.Now()})
 			require.NoError(t, err)
