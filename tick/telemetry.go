@@ -2,14 +2,14 @@ package tick
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/metric/noop"
+
+	ptel "github.com/passage-of-time/passage/internal/telemetry"
 )
 
 // scope is the instrumentation scope of the package's meters and tracers.
@@ -84,8 +84,7 @@ type instruments struct {
 // unitTelemetry is what one unit records with, made once in New so that
 // recording and tracing allocate nothing that can be made in advance.
 type unitTelemetry struct {
-	add    []metric.AddOption
-	record []metric.RecordOption
+	ptel.Attributes
 	// attr is the unit's span attribute, span the name of its emission's
 	// span, and skipSpan that of its skip reports'.
 	attr           attribute.KeyValue
@@ -98,7 +97,7 @@ type telemetry struct {
 	units map[Unit]*unitTelemetry
 	// nameless is for what is no one unit's: the lease's store calls.
 	nameless []metric.AddOption
-	tr       tracing
+	tr       ptel.Tracing
 }
 
 // newTelemetry makes the instruments and per-unit options of cfg. An
@@ -113,52 +112,30 @@ func newTelemetry(cfg *config) telemetry {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	meter := mp.Meter(scope)
-	var errs []error
-	counter := func(name, unit, desc string) metric.Int64Counter {
-		c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		if err != nil || c == nil {
-			errs = append(errs, fmt.Errorf("instrument %s: %w", name, err))
-			if c == nil {
-				c = noop.Int64Counter{}
-			}
-		}
-		return c
-	}
+	in := ptel.NewInstruments(mp, scope)
 	ins := instruments{
-		emitted:         counter(metricEmitted, "{boundary}", "Boundaries published."),
-		skipped:         counter(metricSkipped, "{boundary}", "Boundaries a catch-up policy did not emit, reported as TicksSkipped."),
-		publishFailures: counter(metricPublishFailure, "{failure}", "Failed publish calls, of a boundary or a skip report; the boundary is retried."),
-		storeFailures:   counter(metricStoreFailure, "{failure}", "Failed cursor or lease store calls."),
+		emitted:         in.Counter(metricEmitted, "{boundary}", "Boundaries published."),
+		skipped:         in.Counter(metricSkipped, "{boundary}", "Boundaries a catch-up policy did not emit, reported as TicksSkipped."),
+		publishFailures: in.Counter(metricPublishFailure, "{failure}", "Failed publish calls, of a boundary or a skip report; the boundary is retried."),
+		storeFailures:   in.Counter(metricStoreFailure, "{failure}", "Failed cursor or lease store calls."),
+		lag:             in.Histogram(metricLag, "s", "Delay between a boundary and its publication.", lagBuckets),
 	}
-	lag, err := meter.Float64Histogram(metricLag, metric.WithUnit("s"),
-		metric.WithDescription("Delay between a boundary and its publication."),
-		metric.WithExplicitBucketBoundaries(lagBuckets...))
-	if err != nil || lag == nil {
-		errs = append(errs, fmt.Errorf("instrument %s: %w", metricLag, err))
-		if lag == nil {
-			lag = noop.Float64Histogram{}
-		}
-	}
-	ins.lag = lag
-	if err := errors.Join(errs...); err != nil {
+	if err := in.Err(); err != nil {
 		otel.Handle(fmt.Errorf("tick: metrics: %w", err))
 	}
 
-	tel := telemetry{ins: ins, units: make(map[Unit]*unitTelemetry, len(cfg.units)), tr: newTracing(tp)}
+	tel := telemetry{ins: ins, units: make(map[Unit]*unitTelemetry, len(cfg.units)), tr: ptel.NewTracing(tp, scope)}
 	ctx := context.Background()
 	for _, u := range cfg.units {
-		set := metric.WithAttributeSet(attribute.NewSet(attribute.String(unitAttribute, string(u))))
 		ut := &unitTelemetry{
-			add:      []metric.AddOption{set},
-			record:   []metric.RecordOption{set},
-			attr:     attribute.String(attrUnit, string(u)),
-			span:     "tick.emit " + string(u),
-			skipSpan: "tick.skip " + string(u),
+			Attributes: ptel.NewAttributes(attribute.String(unitAttribute, string(u))),
+			attr:       attribute.String(attrUnit, string(u)),
+			span:       "tick.emit " + string(u),
+			skipSpan:   "tick.skip " + string(u),
 		}
 		tel.units[u] = ut
 		for _, c := range []metric.Int64Counter{ins.emitted, ins.skipped, ins.publishFailures, ins.storeFailures} {
-			c.Add(ctx, 0, ut.add...)
+			c.Add(ctx, 0, ut.Add...)
 		}
 	}
 	return tel
@@ -167,18 +144,18 @@ func newTelemetry(cfg *config) telemetry {
 // emitted records a boundary b of u published at at.
 func (tel *telemetry) emitted(ctx context.Context, u Unit, b, at time.Time) {
 	ut := tel.units[u]
-	tel.ins.emitted.Add(ctx, 1, ut.add...)
-	tel.ins.lag.Record(ctx, at.Sub(b).Seconds(), ut.record...)
+	tel.ins.emitted.Add(ctx, 1, ut.Add...)
+	tel.ins.lag.Record(ctx, at.Sub(b).Seconds(), ut.Record...)
 }
 
 // skipped records n boundaries of u reported skipped.
 func (tel *telemetry) skipped(ctx context.Context, u Unit, n int64) {
-	tel.ins.skipped.Add(ctx, n, tel.units[u].add...)
+	tel.ins.skipped.Add(ctx, n, tel.units[u].Add...)
 }
 
 // publishFailed records a failed publish of u's.
 func (tel *telemetry) publishFailed(ctx context.Context, u Unit) {
-	tel.ins.publishFailures.Add(ctx, 1, tel.units[u].add...)
+	tel.ins.publishFailures.Add(ctx, 1, tel.units[u].Add...)
 }
 
 // storeFailed records a failed store call, of u's or, when u is empty, of
@@ -186,7 +163,7 @@ func (tel *telemetry) publishFailed(ctx context.Context, u Unit) {
 func (tel *telemetry) storeFailed(ctx context.Context, u Unit) {
 	opts := tel.nameless
 	if ut, ok := tel.units[u]; ok {
-		opts = ut.add
+		opts = ut.Add
 	}
 	tel.ins.storeFailures.Add(ctx, 1, opts...)
 }

@@ -3,15 +3,12 @@ package tick
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
+	ptel "github.com/passage-of-time/passage/internal/telemetry"
 	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
@@ -59,73 +56,15 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	}
 }
 
-// tracing starts the spans of a ticker's emissions.
-type tracing struct {
-	tracer trace.Tracer
-	// off is set for the API's no-op provider: it never records.
-	off bool
-	// unset is the provider when it is the API's global one before any
-	// SDK was installed: its spans record nothing, at the cost of an
-	// allocation or two each, so none is started until
-	// otel.GetTracerProvider returns something else — an SDK was
-	// installed, and unset delegates to it.
-	unset trace.TracerProvider
-}
-
-func newTracing(tp trace.TracerProvider) tracing {
-	tr := tracing{tracer: tp.Tracer(scope)}
-	switch {
-	case isNoop(tp):
-		tr.off = true
-	case isGlobalUnset(tp):
-		tr.unset = tp
-	}
-	return tr
-}
-
-func isNoop(tp trace.TracerProvider) bool {
-	_, ok := tp.(noop.TracerProvider)
-	return ok
-}
-
-// isGlobalUnset reports whether tp is what otel.GetTracerProvider
-// returns before an SDK is installed: a pointer to tracerProvider of
-// go.opentelemetry.io/otel/internal/global, as todolist and schedule
-// tell it too. Should a later API move or rename it, spans are started
-// anyway: they cost allocations, never correctness.
-func isGlobalUnset(tp trace.TracerProvider) bool {
-	t := reflect.TypeOf(tp)
-	if t == nil || t.Kind() != reflect.Pointer {
-		return false
-	}
-	return t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global" && t.Elem().Name() == "tracerProvider"
-}
-
-// on reports whether a span may record. Comparing with unset, a pointer,
-// never panics: values of other types are simply unequal.
-func (tr *tracing) on() bool {
-	return !tr.off && (tr.unset == nil || otel.GetTracerProvider() != tr.unset)
-}
-
-// start starts a span named name at start, in a new trace linked to the
-// span of ctx if it has one, and returns ctx with it.
-func (tr *tracing) start(ctx context.Context, name string, start time.Time, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithTimestamp(start), trace.WithAttributes(attrs...)}
-	if link := trace.LinkFromContext(ctx); link.SpanContext.IsValid() {
-		opts = append(opts, trace.WithLinks(link))
-	}
-	return tr.tracer.Start(ctx, name, opts...)
-}
-
 // startEmit starts the span of publishing u's boundary b, a catch-up or
 // not, at at, if spans may record: it returns ctx with the span, or ctx
 // and nil.
 func (tel *telemetry) startEmit(ctx context.Context, u Unit, b time.Time, catchUp bool, at time.Time) (context.Context, trace.Span) {
-	if !tel.tr.on() {
+	if !tel.tr.On() {
 		return ctx, nil
 	}
 	ut := tel.units[u]
-	return tel.tr.start(ctx, ut.span, at, ut.attr,
+	return tel.tr.Start(ctx, ut.span, at, ut.attr,
 		attribute.String(attrBoundary, timefmt.Format(b)),
 		attribute.Bool(attrCatchUp, catchUp),
 		attribute.Float64(attrLag, at.Sub(b).Seconds()))
@@ -134,11 +73,11 @@ func (tel *telemetry) startEmit(ctx context.Context, u Unit, b time.Time, catchU
 // startSkip starts the span of publishing the skip report s at at, if
 // spans may record.
 func (tel *telemetry) startSkip(ctx context.Context, s TicksSkipped, at time.Time) (context.Context, trace.Span) {
-	if !tel.tr.on() {
+	if !tel.tr.On() {
 		return ctx, nil
 	}
 	ut := tel.units[s.Unit]
-	return tel.tr.start(ctx, ut.skipSpan, at, ut.attr,
+	return tel.tr.Start(ctx, ut.skipSpan, at, ut.attr,
 		attribute.String(attrFrom, timefmt.Format(s.From)),
 		attribute.String(attrTo, timefmt.Format(s.To)),
 		attribute.Int64(attrCount, s.Count),
@@ -151,10 +90,5 @@ func (t *Ticker) endSpan(span trace.Span, err error) {
 	if span == nil {
 		return
 	}
-	end := t.cfg.clock.Now()
-	if err != nil {
-		span.RecordError(err, trace.WithTimestamp(end))
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End(trace.WithTimestamp(end))
+	ptel.End(span, err, t.cfg.clock.Now())
 }
