@@ -2,14 +2,14 @@ package orchestration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/metric/noop"
+
+	ptel "github.com/passage-of-time/passage/internal/telemetry"
 )
 
 // scope is the instrumentation scope of the package's meters and tracers.
@@ -29,16 +29,6 @@ const (
 // name, bounded by the workflows registered (an instance's id never is
 // one).
 const workflowAttribute = "workflow"
-
-// latenessBuckets are the bounds, in seconds, of the lateness histogram,
-// those of the to-do lists' (an instance wakes up as an item of one): a
-// processor driven by MinuteHasPassed resumes an instance within a minute
-// and a little, so the bounds are fine up to 90 s — "within a tick"
-// (≤ 60) reads apart from "a tick was missed" (90, 120); an instance due
-// while the processes were down waits as long as they were down, minutes
-// to a day. Anything later is in the overflow bucket, the sum and the
-// count still exact.
-var latenessBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 90, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}
 
 // WithMeterProvider sets the OpenTelemetry meter provider the engine
 // records its metrics with (default: the global one,
@@ -89,36 +79,18 @@ type instruments struct {
 // provider refuses is reported to the global error handler and replaced
 // by a no-op one: telemetry never keeps an engine from starting.
 func newInstruments(mp metric.MeterProvider) instruments {
-	meter := mp.Meter(scope)
-	var errs []error
-	counter := func(name, desc string) metric.Int64Counter {
-		c, err := meter.Int64Counter(name, metric.WithUnit("{instance}"), metric.WithDescription(desc))
-		if err != nil || c == nil {
-			errs = append(errs, err)
-			if c == nil {
-				c = noop.Int64Counter{}
-			}
-		}
-		return c
-	}
+	in := ptel.NewInstruments(mp, scope)
 	ins := instruments{
-		started:   counter(metricStarted, "Workflow instances started by this process."),
-		completed: counter(metricCompleted, "Workflow instances whose completion this process recorded."),
-		failed:    counter(metricFailed, "Workflow instances whose failure this process recorded, after their compensations."),
-		stuck:     counter(metricStuck, "Workflow instances this process found stuck: their replay disagreed with their history."),
-		cancelled: counter(metricCancelled, "Workflow instances whose cancellation this process recorded, after their compensations."),
+		started:   in.Counter(metricStarted, "{instance}", "Workflow instances started by this process."),
+		completed: in.Counter(metricCompleted, "{instance}", "Workflow instances whose completion this process recorded."),
+		failed:    in.Counter(metricFailed, "{instance}", "Workflow instances whose failure this process recorded, after their compensations."),
+		stuck:     in.Counter(metricStuck, "{instance}", "Workflow instances this process found stuck: their replay disagreed with their history."),
+		cancelled: in.Counter(metricCancelled, "{instance}", "Workflow instances whose cancellation this process recorded, after their compensations."),
+		// The to-do lists' buckets: an instance wakes up as an item of one.
+		lateness: in.Histogram(metricLateness, "s", "From the end of a delay a workflow instance slept on to the moment it resumed past it.",
+			ptel.LatenessBuckets),
 	}
-	var err error
-	ins.lateness, err = meter.Float64Histogram(metricLateness, metric.WithUnit("s"),
-		metric.WithDescription("From the end of a delay a workflow instance slept on to the moment it resumed past it."),
-		metric.WithExplicitBucketBoundaries(latenessBuckets...))
-	if err != nil || ins.lateness == nil {
-		errs = append(errs, err)
-		if ins.lateness == nil {
-			ins.lateness = noop.Float64Histogram{}
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := in.Err(); err != nil {
 		otel.Handle(fmt.Errorf("orchestration: metrics: %w", err))
 	}
 	return ins
@@ -132,8 +104,8 @@ type measured struct {
 }
 
 func newMeasured(workflow string) measured {
-	set := metric.WithAttributeSet(attribute.NewSet(attribute.String(workflowAttribute, workflow)))
-	return measured{add: []metric.AddOption{set}, record: []metric.RecordOption{set}}
+	a := ptel.NewAttributes(attribute.String(workflowAttribute, workflow))
+	return measured{add: a.Add, record: a.Record}
 }
 
 // committed records what events of x, now committed, tell: the end of the

@@ -3,17 +3,15 @@ package orchestration
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/passage-of-time/passage/eventstore"
+	ptel "github.com/passage-of-time/passage/internal/telemetry"
 	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
@@ -78,67 +76,22 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	}
 }
 
-// tracing starts the spans of an engine's instances. Its zero value
-// starts none.
-type tracing struct {
-	tracer trace.Tracer
-	// off is set for the API's no-op provider: it never records.
-	off bool
-	// unset is the provider when it is the API's global one before any
-	// SDK was installed: its spans record nothing, at the cost of an
-	// allocation or two each, so none is started until
-	// otel.GetTracerProvider returns something else — an SDK was
-	// installed, and unset delegates to it.
-	unset trace.TracerProvider
-}
+// tracing starts the spans of an engine's instances, none without an
+// SDK (internal/telemetry tells). Its zero value starts none.
+type tracing struct{ ptel.Tracing }
 
 func newTracing(tp trace.TracerProvider) tracing {
-	tr := tracing{tracer: tp.Tracer(scope)}
-	if _, ok := tp.(noop.TracerProvider); ok {
-		tr.off = true
-	} else if isGlobalUnset(tp) {
-		tr.unset = tp
-	}
-	return tr
-}
-
-// isGlobalUnset reports whether tp is what otel.GetTracerProvider
-// returns before an SDK is installed: a pointer to tracerProvider of
-// go.opentelemetry.io/otel/internal/global, as todolist and schedule tell
-// it too. Should a later API move or rename it, spans are started
-// anyway: they cost allocations, never correctness.
-func isGlobalUnset(tp trace.TracerProvider) bool {
-	t := reflect.TypeOf(tp)
-	if t == nil || t.Kind() != reflect.Pointer {
-		return false
-	}
-	return t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global" && t.Elem().Name() == "tracerProvider"
-}
-
-// on reports whether a span may record. Comparing with unset, a pointer,
-// never panics: values of other types are simply unequal.
-func (tr *tracing) on() bool {
-	return tr.tracer != nil && !tr.off && (tr.unset == nil || otel.GetTracerProvider() != tr.unset)
-}
-
-// linkTo returns the options linking a span to the span of ctx, if it
-// has one, with opts.
-func linkTo(ctx context.Context, opts ...trace.SpanStartOption) []trace.SpanStartOption {
-	if link := trace.LinkFromContext(ctx); link.SpanContext.IsValid() {
-		opts = append(opts, trace.WithLinks(link))
-	}
-	return opts
+	return tracing{ptel.NewTracing(tp, scope)}
 }
 
 // startInstance starts the span of Start for an instance of wf at start,
 // if spans may record, and returns it with its context as a W3C trace
 // context carrier, for the history; nil and nil otherwise.
 func (tr *tracing) startInstance(ctx context.Context, wf *workflow, instance string, start time.Time) (trace.Span, map[string]string) {
-	if !tr.on() {
+	if !tr.On() {
 		return nil, nil
 	}
-	ctx, span := tr.tracer.Start(ctx, wf.startName, linkTo(ctx, trace.WithNewRoot(), trace.WithTimestamp(start),
-		trace.WithAttributes(attribute.String(attrWorkflow, wf.name), attribute.String(attrInstance, instance)))...)
+	ctx, span := tr.Start(ctx, wf.startName, start, attribute.String(attrWorkflow, wf.name), attribute.String(attrInstance, instance))
 	carrier := propagation.MapCarrier{}
 	traceContext.Inject(ctx, carrier)
 	return span, carrier
@@ -154,8 +107,7 @@ func endInstance(span trace.Span, err error, existing bool, end time.Time) {
 	if existing {
 		span.SetAttributes(attribute.Bool(attrExisting, true))
 	} else if err != nil {
-		span.RecordError(err, trace.WithTimestamp(end))
-		span.SetStatus(codes.Error, err.Error())
+		ptel.Fail(span, err, end)
 	}
 	span.End(trace.WithTimestamp(end))
 }
@@ -184,10 +136,10 @@ func (e workflowStarted) traced() trace.SpanContext {
 // span, or ctx and nil. The span is a child of the context recorded in
 // the history, when there is one, and linked to the span of ctx.
 func (tr *tracing) startWakeup(ctx context.Context, x *execution, due, start time.Time) (context.Context, trace.Span) {
-	if !tr.on() || x.wf == nil {
+	if !tr.On() || x.wf == nil {
 		return ctx, nil
 	}
-	opts := linkTo(ctx, trace.WithTimestamp(start), trace.WithAttributes(
+	opts := ptel.LinkedTo(ctx, trace.WithTimestamp(start), trace.WithAttributes(
 		attribute.String(attrWorkflow, x.wf.name),
 		attribute.String(attrInstance, x.instance),
 		attribute.String(attrDue, timefmt.Format(due)),
@@ -198,7 +150,7 @@ func (tr *tracing) startWakeup(ctx context.Context, x *execution, due, start tim
 	} else {
 		opts = append(opts, trace.WithNewRoot())
 	}
-	return tr.tracer.Start(parent, x.wf.wakeName, opts...)
+	return tr.Tracer().Start(parent, x.wf.wakeName, opts...)
 }
 
 // endWakeup ends the span of an execution of x at end: err is how its
@@ -212,8 +164,7 @@ func endWakeup(x *execution, err error, conflict bool, end time.Time) {
 	x.span = nil
 	switch {
 	case err != nil:
-		span.RecordError(err, trace.WithTimestamp(end))
-		span.SetStatus(codes.Error, err.Error())
+		ptel.Fail(span, err, end)
 	case conflict:
 		span.SetAttributes(attribute.Bool(attrConflict, true))
 	default:
@@ -254,10 +205,10 @@ func (x *execution) outcome() (string, string) {
 // the span of ctx (the wake-up's), if spans may record: it returns ctx
 // with the span, or ctx and nil.
 func (tr *tracing) startStep(ctx context.Context, wf *workflow, info StepInfo, start time.Time) (context.Context, trace.Span) {
-	if !tr.on() || wf == nil {
+	if !tr.On() || wf == nil {
 		return ctx, nil
 	}
-	return tr.tracer.Start(ctx, wf.stepPrefix+info.Name, trace.WithTimestamp(start), trace.WithAttributes(
+	return tr.Tracer().Start(ctx, wf.stepPrefix+info.Name, trace.WithTimestamp(start), trace.WithAttributes(
 		attribute.String(attrWorkflow, wf.name),
 		attribute.String(attrInstance, info.Instance),
 		attribute.String(attrStep, info.Name),
@@ -267,12 +218,5 @@ func (tr *tracing) startStep(ctx context.Context, wf *workflow, info StepInfo, s
 
 // endStep ends the span of a step's attempt that returned err at end.
 func endStep(span trace.Span, err error, end time.Time) {
-	if span == nil {
-		return
-	}
-	if err != nil {
-		span.RecordError(err, trace.WithTimestamp(end))
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End(trace.WithTimestamp(end))
+	ptel.End(span, err, end)
 }

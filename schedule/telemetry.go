@@ -2,15 +2,14 @@ package schedule
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/metric/noop"
 
+	ptel "github.com/passage-of-time/passage/internal/telemetry"
 	"github.com/passage-of-time/passage/todolist"
 )
 
@@ -28,15 +27,6 @@ const (
 // WithMetricsPerSchedule(false): the schedule's name, bounded by the
 // number of schedules (a run's or a slot's id never is one).
 const scheduleAttribute = "schedule"
-
-// latenessBuckets are the bounds, in seconds, of the lateness histogram,
-// those of the to-do lists' (todolist's latenessBuckets): a slot is
-// fired by a processor that MinuteHasPassed drives, within a minute and a
-// little, so the bounds are fine up to 90 s — "within a tick" (≤ 60)
-// reads apart from "a tick was missed" (90, 120); a failed run is retried
-// after its backoff, and a slot caught up after downtime is as late as
-// the downtime was long, minutes to a day.
-var latenessBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 90, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}
 
 // WithMeterProvider sets the OpenTelemetry meter provider the scheduler
 // records its metrics with (default: the global one,
@@ -103,47 +93,26 @@ type instruments struct {
 	perSchedule bool
 
 	mu   sync.Mutex
-	sets map[string]measurementOptions // by schedule name
-}
-
-// measurementOptions are a schedule's attribute set as the options a
-// counter's Add and a histogram's Record take, so that a measurement
-// allocates nothing once its schedule's are made.
-type measurementOptions struct {
-	add    []metric.AddOption
-	record []metric.RecordOption
+	sets map[string]ptel.Attributes // by schedule name
 }
 
 // newInstruments makes the instruments with mp. An instrument the
 // provider refuses is reported to the global error handler and replaced
 // by a no-op one: telemetry never keeps a scheduler from opening.
 func newInstruments(mp metric.MeterProvider, perSchedule bool) *instruments {
-	meter := mp.Meter(scope)
-	ins := &instruments{perSchedule: perSchedule, sets: map[string]measurementOptions{}}
-	var errs []error
-	counter := func(name, unit, desc string) metric.Int64Counter {
-		c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		if err != nil || c == nil {
-			errs = append(errs, err)
-			if c == nil {
-				c = noop.Int64Counter{}
-			}
-		}
-		return c
+	in := ptel.NewInstruments(mp, scope)
+	// The lateness buckets are the to-do lists': a slot is fired by a
+	// processor, as an item of one.
+	ins := &instruments{
+		fired:   in.Counter(metricFired, "{run}", "Schedule runs this process fired and committed (planned, triggered and backfilled)."),
+		skipped: in.Counter(metricSkipped, "{slot}", "Slots a catch-up or overlap policy did not fire, reported by firings this process committed, each slot once."),
+		lateness: in.Histogram(metricLateness, "s",
+			"From the instant a planned slot fell due (the slot plus its jitter offset) to the start of its run's handler, for each run committed.",
+			ptel.LatenessBuckets),
+		perSchedule: perSchedule,
+		sets:        map[string]ptel.Attributes{},
 	}
-	ins.fired = counter(metricFired, "{run}", "Schedule runs this process fired and committed (planned, triggered and backfilled).")
-	ins.skipped = counter(metricSkipped, "{slot}", "Slots a catch-up or overlap policy did not fire, reported by firings this process committed, each slot once.")
-	var err error
-	ins.lateness, err = meter.Float64Histogram(metricLateness, metric.WithUnit("s"),
-		metric.WithDescription("From the instant a planned slot fell due (the slot plus its jitter offset) to the start of its run's handler, for each run committed."),
-		metric.WithExplicitBucketBoundaries(latenessBuckets...))
-	if err != nil || ins.lateness == nil {
-		errs = append(errs, err)
-		if ins.lateness == nil {
-			ins.lateness = noop.Float64Histogram{}
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := in.Err(); err != nil {
 		otel.Handle(fmt.Errorf("schedule: metrics: %w", err))
 	}
 	return ins
@@ -159,16 +128,15 @@ func (ins *instruments) on(ctx context.Context) bool {
 // of returns the measurement options of the named schedule's series,
 // making them on its first measurement; none without per-schedule
 // metrics.
-func (ins *instruments) of(name string) measurementOptions {
+func (ins *instruments) of(name string) ptel.Attributes {
 	if !ins.perSchedule {
-		return measurementOptions{}
+		return ptel.Attributes{}
 	}
 	ins.mu.Lock()
 	defer ins.mu.Unlock()
 	m, ok := ins.sets[name]
 	if !ok {
-		set := metric.WithAttributeSet(attribute.NewSet(attribute.String(scheduleAttribute, name)))
-		m = measurementOptions{add: []metric.AddOption{set}, record: []metric.RecordOption{set}}
+		m = ptel.NewAttributes(attribute.String(scheduleAttribute, name))
 		ins.sets[name] = m
 	}
 	return m
@@ -187,7 +155,7 @@ func (ins *instruments) forget(name string) {
 // Backfill): not planned, so not measured for lateness.
 func (ins *instruments) ran(ctx context.Context, name string) {
 	if ins.fired.Enabled(ctx) {
-		ins.fired.Add(ctx, 1, ins.of(name).add...)
+		ins.fired.Add(ctx, 1, ins.of(name).Add...)
 	}
 }
 
@@ -217,11 +185,11 @@ func (s *Scheduler) measureBatch(ctx context.Context, fs []firing, reports []Slo
 	record := func(ctx context.Context) {
 		for _, r := range runs {
 			m := s.ins.of(r.schedule)
-			s.ins.fired.Add(ctx, 1, m.add...)
-			s.ins.lateness.Record(ctx, r.late, m.record...)
+			s.ins.fired.Add(ctx, 1, m.Add...)
+			s.ins.lateness.Record(ctx, r.late, m.Record...)
 		}
 		for _, r := range reports {
-			s.ins.skipped.Add(ctx, r.Count, s.ins.of(r.Schedule).add...)
+			s.ins.skipped.Add(ctx, r.Count, s.ins.of(r.Schedule).Add...)
 		}
 	}
 	if !todolist.AfterCommit(ctx, record) {

@@ -3,15 +3,12 @@ package schedule
 import (
 	"context"
 	"errors"
-	"reflect"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
+	ptel "github.com/passage-of-time/passage/internal/telemetry"
 	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
@@ -58,58 +55,18 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	}
 }
 
-// tracing starts the spans of a scheduler's runs.
-type tracing struct {
-	tracer trace.Tracer
-	// off is set for the API's no-op provider: it never records.
-	off bool
-	// unset is the provider when it is the API's global one before any
-	// SDK was installed: its spans record nothing, at the cost of an
-	// allocation or two each, so none is started until
-	// otel.GetTracerProvider returns something else — an SDK was
-	// installed, and unset delegates to it.
-	unset trace.TracerProvider
-}
+// tracing starts the spans of a scheduler's runs, none without an SDK
+// (internal/telemetry tells).
+type tracing struct{ ptel.Tracing }
 
 func newTracing(tp trace.TracerProvider) tracing {
-	tr := tracing{tracer: tp.Tracer(scope)}
-	switch {
-	case isNoop(tp):
-		tr.off = true
-	case isGlobalUnset(tp):
-		tr.unset = tp
-	}
-	return tr
-}
-
-func isNoop(tp trace.TracerProvider) bool {
-	_, ok := tp.(noop.TracerProvider)
-	return ok
-}
-
-// isGlobalUnset reports whether tp is what otel.GetTracerProvider
-// returns before an SDK is installed: a pointer to tracerProvider of
-// go.opentelemetry.io/otel/internal/global, as todolist tells it too.
-// Should a later API move or rename it, spans are started anyway: they
-// cost allocations, never correctness.
-func isGlobalUnset(tp trace.TracerProvider) bool {
-	t := reflect.TypeOf(tp)
-	if t == nil || t.Kind() != reflect.Pointer {
-		return false
-	}
-	return t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global" && t.Elem().Name() == "tracerProvider"
-}
-
-// on reports whether a span may record. Comparing with unset, a pointer,
-// never panics: values of other types are simply unequal.
-func (tr *tracing) on() bool {
-	return !tr.off && (tr.unset == nil || otel.GetTracerProvider() != tr.unset)
+	return tracing{ptel.NewTracing(tp, scope)}
 }
 
 // startRun starts the span of r's handler at start, if spans may record:
 // it returns ctx with the span, or ctx and nil.
 func (tr *tracing) startRun(ctx context.Context, r Run, start time.Time) (context.Context, trace.Span) {
-	if !tr.on() {
+	if !tr.On() {
 		return ctx, nil
 	}
 	attrs := []attribute.KeyValue{
@@ -122,11 +79,7 @@ func (tr *tracing) startRun(ctx context.Context, r Run, start time.Time) (contex
 	if r.Manual {
 		attrs = append(attrs, attribute.Bool(attrManual, true))
 	}
-	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithTimestamp(start), trace.WithAttributes(attrs...)}
-	if link := trace.LinkFromContext(ctx); link.SpanContext.IsValid() {
-		opts = append(opts, trace.WithLinks(link))
-	}
-	return tr.tracer.Start(ctx, "schedule.run "+r.Schedule, opts...)
+	return tr.Start(ctx, "schedule.run "+r.Schedule, start, attrs...)
 }
 
 // endRun ends the span of a handler that returned err at end.
@@ -136,8 +89,7 @@ func endRun(span trace.Span, err error, end time.Time) {
 	case errors.Is(err, ErrStillRunning):
 		span.SetAttributes(attribute.Bool(attrStillRunning, true))
 	default:
-		span.RecordError(err, trace.WithTimestamp(end))
-		span.SetStatus(codes.Error, err.Error())
+		ptel.Fail(span, err, end)
 	}
 	span.End(trace.WithTimestamp(end))
 }

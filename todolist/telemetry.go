@@ -2,14 +2,14 @@ package todolist
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/metric/noop"
+
+	ptel "github.com/passage-of-time/passage/internal/telemetry"
 )
 
 // scope is the instrumentation scope of the package's meters and tracers.
@@ -31,17 +31,6 @@ const (
 // bounded cardinality (an item's ID never is). It is the label the
 // ticker's /metrics has always named lists by.
 const listAttribute = "list"
-
-// latenessBuckets are the bounds, in seconds, of the lateness histogram.
-// A Runner acts within a second of the due time, a processor driven by
-// MinuteHasPassed within a minute and a little: the bounds are fine up
-// to 90 s, so that "within a tick" (≤ 60) reads apart from "a tick was
-// missed" (90, 120). A failed item is next started after its backoff,
-// one minute to one hour by default (DefaultBackoffBase and
-// DefaultBackoffMax), and an item due while the process was down waits
-// as long as it was down: minutes to a day. Anything later is in the
-// overflow bucket, the sum and the count still exact.
-var latenessBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 90, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}
 
 // WithMeterProvider sets the OpenTelemetry meter provider the list and
 // its processors record their metrics with (default: the global one,
@@ -102,45 +91,27 @@ type instruments struct {
 // the provider refuses is reported to the global error handler and
 // replaced by a no-op one: telemetry never keeps a list from opening.
 func newInstruments(mp metric.MeterProvider, l *List) instruments {
-	meter := mp.Meter(scope)
-	set := metric.WithAttributeSet(attribute.NewSet(attribute.String(listAttribute, l.name)))
+	in := ptel.NewInstruments(mp, scope)
+	set := ptel.NewAttributes(attribute.String(listAttribute, l.name))
 	ins := instruments{
-		add:     []metric.AddOption{set},
-		record:  []metric.RecordOption{set},
-		observe: []metric.ObserveOption{set},
+		added:     in.Counter(metricAdded, "{item}", "Items added to a to-do list by this process."),
+		completed: in.Counter(metricCompleted, "{item}", "To-do items whose action returned nil, in this process."),
+		failed:    in.Counter(metricFailed, "{item}", "Failed attempts at to-do items recorded by this process, the one that parked an item included."),
+		parked:    in.Counter(metricParked, "{item}", "To-do items parked by this process after their last allowed attempt."),
+		lateness: in.Histogram(metricLateness, "s", "From a to-do item's due time to the start of its action.",
+			ptel.LatenessBuckets),
+		add:     set.Add,
+		record:  set.Record,
+		observe: set.Observe,
 	}
-	var errs []error
-	counter := func(name, desc string) metric.Int64Counter {
-		c, err := meter.Int64Counter(name, metric.WithUnit("{item}"), metric.WithDescription(desc))
-		if err != nil || c == nil {
-			errs = append(errs, err)
-			if c == nil {
-				c = noop.Int64Counter{}
-			}
-		}
-		return c
-	}
-	ins.added = counter(metricAdded, "Items added to a to-do list by this process.")
-	ins.completed = counter(metricCompleted, "To-do items whose action returned nil, in this process.")
-	ins.failed = counter(metricFailed, "Failed attempts at to-do items recorded by this process, the one that parked an item included.")
-	ins.parked = counter(metricParked, "To-do items parked by this process after their last allowed attempt.")
-	var err error
-	ins.lateness, err = meter.Float64Histogram(metricLateness, metric.WithUnit("s"),
-		metric.WithDescription("From a to-do item's due time to the start of its action."),
-		metric.WithExplicitBucketBoundaries(latenessBuckets...))
-	if err != nil || ins.lateness == nil {
-		errs = append(errs, err)
-		if ins.lateness == nil {
-			ins.lateness = noop.Float64Histogram{}
-		}
-	}
+	meter := in.Meter()
 	backlog, err := meter.Int64ObservableGauge(metricBacklog, metric.WithUnit("{item}"),
 		metric.WithDescription("Pending to-do items (not parked, due or not), read from the database at each collection."))
 	if err == nil && backlog != nil {
 		err = watchBacklog(meter, backlog, l.db, l.name, ins.observe)
 	}
-	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
+	in.Fail(metricBacklog, err)
+	if err := in.Err(); err != nil {
 		otel.Handle(fmt.Errorf("todolist: metrics of %q: %w", l.name, err))
 	}
 	return ins

@@ -3,15 +3,13 @@ package todolist
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
+	ptel "github.com/passage-of-time/passage/internal/telemetry"
 	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
@@ -58,75 +56,31 @@ func WithTracerProvider(tp trace.TracerProvider) ListOption {
 	}
 }
 
-// tracing starts the spans of a list's actions.
+// tracing starts the spans of a list's actions, none without an SDK
+// (internal/telemetry tells).
 type tracing struct {
-	tracer trace.Tracer
-	// off is set for the no-op provider: it never records.
-	off bool
-	// placeholder is the provider when it is the global one of the API
-	// that no SDK was installed in yet: it starts spans that record
-	// nothing, at the cost of an allocation or two each. Spans are
-	// started once otel.GetTracerProvider returns something else — an
-	// SDK was installed, and the placeholder delegates to it.
-	placeholder trace.TracerProvider
-	list        attribute.KeyValue
+	ptel.Tracing
+	list attribute.KeyValue
 	// actionName and batchName are the spans' names, made once.
 	actionName, batchName string
 }
 
 func newTracing(tp trace.TracerProvider, list string) tracing {
-	tr := tracing{
-		tracer:     tp.Tracer(scope),
+	return tracing{
+		Tracing:    ptel.NewTracing(tp, scope),
 		list:       attribute.String(attrList, list),
 		actionName: "todolist.action " + list,
 		batchName:  "todolist.batch " + list,
 	}
-	if _, ok := tp.(noop.TracerProvider); ok {
-		tr.off = true
-	}
-	if isGlobalPlaceholder(tp) {
-		tr.placeholder = tp
-	}
-	return tr
-}
-
-// globalPlaceholder is the type of what otel.GetTracerProvider returns
-// before an SDK is installed. Should a later API move or rename it,
-// spans are started anyway: they cost allocations, never correctness.
-const globalPlaceholderPkg, globalPlaceholderName = "go.opentelemetry.io/otel/internal/global", "tracerProvider"
-
-func isGlobalPlaceholder(tp trace.TracerProvider) bool {
-	t := reflect.TypeOf(tp)
-	return t != nil && t.Kind() == reflect.Pointer &&
-		t.Elem().PkgPath() == globalPlaceholderPkg && t.Elem().Name() == globalPlaceholderName
-}
-
-// on reports whether spans may record. Comparing with the placeholder, a
-// pointer, never panics: values of other types are simply unequal.
-func (tr *tracing) on() bool {
-	if tr.off {
-		return false
-	}
-	return tr.placeholder == nil || otel.GetTracerProvider() != tr.placeholder
-}
-
-// start starts a span named name at start, in a new trace linked to the
-// span of ctx if it has one, and returns ctx with it.
-func (tr *tracing) start(ctx context.Context, name string, start time.Time, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithTimestamp(start), trace.WithAttributes(attrs...)}
-	if link := trace.LinkFromContext(ctx); link.SpanContext.IsValid() {
-		opts = append(opts, trace.WithLinks(link))
-	}
-	return tr.tracer.Start(ctx, name, opts...)
 }
 
 // startAction starts the span of the action on it at start, if spans may
 // record: it returns ctx with the span, or ctx and nil.
 func (tr *tracing) startAction(ctx context.Context, it Item, start time.Time) (context.Context, trace.Span) {
-	if !tr.on() {
+	if !tr.On() {
 		return ctx, nil
 	}
-	return tr.start(ctx, tr.actionName, start, tr.list,
+	return tr.Start(ctx, tr.actionName, start, tr.list,
 		attribute.String(attrItemID, it.ID),
 		attribute.String(attrItemDue, timefmt.Format(it.Due)),
 		attribute.Float64(attrLateness, start.Sub(it.Due).Seconds()),
@@ -140,8 +94,7 @@ func endAction(span trace.Span, err error, end time.Time) {
 	case isConflict(err):
 		span.SetAttributes(attribute.Bool(attrConflict, true))
 	default:
-		span.RecordError(err, trace.WithTimestamp(end))
-		span.SetStatus(codes.Error, err.Error())
+		ptel.Fail(span, err, end)
 	}
 	span.End(trace.WithTimestamp(end))
 }
@@ -149,11 +102,11 @@ func endAction(span trace.Span, err error, end time.Time) {
 // startBatch starts the span of a batch action on batch, earliest due
 // first, at start, if spans may record.
 func (tr *tracing) startBatch(ctx context.Context, batch []claimed, start time.Time) (context.Context, trace.Span) {
-	if !tr.on() || len(batch) == 0 {
+	if !tr.On() || len(batch) == 0 {
 		return ctx, nil
 	}
 	first := batch[0].Due
-	return tr.start(ctx, tr.batchName, start, tr.list,
+	return tr.Start(ctx, tr.batchName, start, tr.list,
 		attribute.Int(attrBatchSize, len(batch)),
 		attribute.String(attrItemDue, timefmt.Format(first)),
 		attribute.Float64(attrLateness, start.Sub(first).Seconds()))
