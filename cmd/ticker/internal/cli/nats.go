@@ -21,7 +21,7 @@ type natsFlags struct {
 // declareNATS declares --nats, --nats-prefix and --nats-stream.
 func (f *runFlags) declareNATS(fs *flagSet) {
 	fs.StringVar(&f.nats.url, "nats", "", "publish each record to NATS JetStream at this URL (nats://host:4222; a cluster's servers comma-separated) after its commit, with Nats-Msg-Id its key; replaces stdout unless --stdout")
-	fs.StringVar(&f.nats.prefix, "nats-prefix", sink.DefaultNATSPrefix, "subject prefix of --nats: boundaries on <prefix>.tick.<unit>, runs on <prefix>.schedule.<name>")
+	fs.StringVar(&f.nats.prefix, "nats-prefix", sink.DefaultNATSPrefix, "subject prefix of --nats: boundaries on <prefix>.<unit> and skip reports on <prefix>.skipped.<unit> as natsjs lays time out (a natsjs.Consumer of the prefix reads them), runs on <prefix>.schedule.<name>")
 	fs.StringVar(&f.nats.stream, "nats-stream", "", "the JetStream stream of <prefix>.>, created when missing (default the prefix in capitals, dots as underscores: PASSAGE)")
 }
 

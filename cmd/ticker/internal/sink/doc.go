@@ -31,12 +31,18 @@
 //
 // # NATS messages
 //
-// Each record is one message on a JetStream stream storing <prefix>.>
-// (see [NATSSubject] for the subjects: passage.tick.minute,
-// passage.schedule.<name>, …), with the body a webhook would get and
-// these headers:
+// Each record is one message on a JetStream stream storing <prefix>.>.
+// The passage of time goes out as the natsjs package lays it out
+// (natsjs.Encode), so that a natsjs.Consumer of the prefix turns it back
+// into typed tick events: a boundary on <prefix>.<unit>
+// (passage.minute), a skip report on <prefix>.skipped.<unit>, each with
+// tick's JSON of the event, rebuilt from the stored record. A schedule's
+// runs go to <prefix>.schedule.<name> and its skipped slots to
+// <prefix>.schedule.<name>.skipped with the body a webhook would get
+// (see [NATSSubject]); a natsjs.Consumer passes those by. Every message
+// carries these headers:
 //
-//	Nats-Msg-Id:    the record's id, as Idempotency-Key ([NATSMsgID])
+//	Nats-Msg-Id:    the record's id, as Idempotency-Key ([NATSMsgID]); for time, natsjs's event id, the same string
 //	Passage-Event:  the record type
 //
 // [NATS.Send] returns once the server acknowledged storing it, and the

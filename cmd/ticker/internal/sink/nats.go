@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -148,21 +149,24 @@ func (n *NATS) Stats() NATSStats {
 // Close closes the connection. Sends after it fail.
 func (n *NATS) Close() { n.nc.Close() }
 
-// Send publishes one record: body as it was stored, to its subject
-// (NATSSubject), with key as Nats-Msg-Id (NATSMsgID) and typ as
-// Passage-Event, and returns once the server acknowledged storing it.
-// An ack that reports a duplicate — the server has that id within the
-// stream's window, from an earlier Send whose ack was lost or whose
-// relay died before its checkpoint — is a delivery too. No ack within
-// NATSPublishTimeout, or a refusal, is an error.
+// Send publishes one record and returns once the server acknowledged
+// storing it. A boundary or a skip report goes out as natsjs lays time
+// out on a stream (natsjs.Encode): on <prefix>.<unit> or
+// <prefix>.skipped.<unit>, with tick's JSON of the event rebuilt from the
+// stored body, so that a natsjs.Consumer reads it as the typed event. A
+// schedule's run or skipped slots goes to <prefix>.schedule.<name> with
+// the body as it was stored (NATSSubject). Either carries key as
+// Nats-Msg-Id (NATSMsgID; for time, natsjs's event ID, which is the same
+// string) and typ as Passage-Event. An ack that reports a duplicate — the
+// server has that id within the stream's window, from an earlier Send
+// whose ack was lost or whose relay died before its checkpoint — is a
+// delivery too. No ack within NATSPublishTimeout, or a refusal, is an
+// error.
 func (n *NATS) Send(ctx context.Context, key, typ string, body []byte) error {
-	subject, err := NATSSubject(n.prefix, typ, body)
+	msg, err := natsMsg(n.prefix, key, typ, body)
 	if err != nil {
 		return fmt.Errorf("sink: NATS %s: %s: %w", n.shown, key, err)
 	}
-	msg := nats.NewMsg(subject)
-	msg.Data = body
-	msg.Header.Set(jetstream.MsgIDHeader, NATSMsgID(key))
 	msg.Header.Set(HeaderNATSEvent, typ)
 	ctx, cancel := context.WithTimeout(ctx, NATSPublishTimeout)
 	defer cancel()
@@ -170,7 +174,7 @@ func (n *NATS) Send(ctx context.Context, key, typ string, body []byte) error {
 	// de-duplicates, not on another that came to claim the subjects.
 	ack, err := n.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(n.stream))
 	if err != nil {
-		return fmt.Errorf("sink: NATS %s: publish %s to %s on stream %s: %w", n.shown, key, subject, n.stream, err)
+		return fmt.Errorf("sink: NATS %s: publish %s to %s on stream %s: %w", n.shown, key, msg.Subject, n.stream, err)
 	}
 	if ack.Duplicate {
 		n.duplicates.Add(1)
@@ -180,49 +184,118 @@ func (n *NATS) Send(ctx context.Context, key, typ string, body []byte) error {
 	return nil
 }
 
+// natsMsg is the message of a record under prefix, without its
+// Passage-Event header.
+func natsMsg(prefix, key, typ string, body []byte) (*nats.Msg, error) {
+	if isScheduleRecord(typ) {
+		subject, err := NATSSubject(prefix, typ, body)
+		if err != nil {
+			return nil, err
+		}
+		msg := nats.NewMsg(subject)
+		msg.Data = body
+		msg.Header.Set(jetstream.MsgIDHeader, NATSMsgID(key))
+		return msg, nil
+	}
+	event, err := timeEvent(typ, body)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := natsjs.Encode(prefix, event)
+	if err != nil {
+		return nil, err
+	}
+	// One identity: the outbox's key and natsjs's ID are made the same
+	// way; should they drift apart, a message id no receiver expects
+	// is refused here rather than published.
+	if id := msg.Header.Get(jetstream.MsgIDHeader); id != NATSMsgID(key) {
+		return nil, fmt.Errorf("the record's key %q is not its event's id %q", key, id)
+	}
+	return msg, nil
+}
+
+// isScheduleRecord reports whether records of type typ are a schedule's,
+// which keep their body and go under <prefix>.schedule.
+func isScheduleRecord(typ string) bool { return typ == "ScheduleRun" || typ == "SlotsSkipped" }
+
+// timeEvent rebuilds from a stored record body ([Record]) the tick event
+// or tick.TicksSkipped it was made of. Record's instants are lossless, so
+// the event is the one the ticker decided, offsets with seconds included.
+func timeEvent(typ string, body []byte) (any, error) {
+	if typ != "TicksSkipped" && !strings.HasSuffix(typ, "HasPassed") {
+		return nil, fmt.Errorf("record type %q has no subject", typ)
+	}
+	var r Record
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("a %s record whose body is not JSON: %w", typ, err)
+	}
+	u, err := tick.ParseUnit(string(r.Unit))
+	if err != nil || u != r.Unit {
+		return nil, fmt.Errorf("a %s record without a unit of time (unit %q)", typ, r.Unit)
+	}
+	if typ == "TicksSkipped" {
+		if r.From == nil || r.To == nil {
+			return nil, fmt.Errorf("a TicksSkipped record without from or to")
+		}
+		return tick.TicksSkipped{Unit: u, From: r.From.Time, To: r.To.Time, Count: r.Count, Policy: r.Policy, EmittedAt: r.EmittedAt.Time}, nil
+	}
+	if r.Boundary == nil {
+		return nil, fmt.Errorf("a %s record without a boundary", typ)
+	}
+	p := tick.Passage{At: r.Boundary.Time, EmittedAt: r.EmittedAt.Time, CatchUp: r.CatchUp}
+	if r.Previous != nil {
+		p.Since = r.Previous.Time
+	}
+	ev, err := tick.NewEvent(u, p)
+	if err != nil {
+		return nil, fmt.Errorf("a %s record: %w", typ, err)
+	}
+	if name := reflect.TypeOf(ev).Name(); name != typ {
+		return nil, fmt.Errorf("a %s record of unit %s, whose boundaries are %s", typ, u, name)
+	}
+	return ev, nil
+}
+
 // NATSSubject is where a record of type typ goes under prefix, read from
 // its body:
 //
-//	<prefix>.tick.<unit>               a boundary (MinuteHasPassed, …): passage.tick.minute
-//	<prefix>.tick.<unit>.skipped       a TicksSkipped report
+//	<prefix>.<unit>                    a boundary (MinuteHasPassed, …): passage.minute
+//	<prefix>.skipped.<unit>            a TicksSkipped report: passage.skipped.minute
 //	<prefix>.schedule.<name>           a ScheduleRun: passage.schedule.nightly-report
 //	<prefix>.schedule.<name>.skipped   a SlotsSkipped report
 //
-// so <prefix>.tick.* takes every boundary and <prefix>.schedule.* every
-// run. A schedule's name becomes one token: ASCII letters, digits, '-'
-// and '_' as they are, every other byte as %XX ("billing.eu" is
-// billing%2Eeu), since a dot, a wildcard or white space would change the
-// subject's meaning.
+// The passage of time is laid out by natsjs (natsjs.Encode), so a
+// natsjs.Consumer of the prefix reads it, and passes the schedules'
+// records by; <prefix>.schedule.* takes every run. A schedule's name
+// becomes one token: ASCII letters, digits, '-' and '_' as they are,
+// every other byte as %XX ("billing.eu" is billing%2Eeu), since a dot, a
+// wildcard or white space would change the subject's meaning.
 func NATSSubject(prefix, typ string, body []byte) (string, error) {
+	if !isScheduleRecord(typ) {
+		event, err := timeEvent(typ, body)
+		if err != nil {
+			return "", err
+		}
+		msg, err := natsjs.Encode(prefix, event)
+		if err != nil {
+			return "", err
+		}
+		return msg.Subject, nil
+	}
 	var head struct {
-		Unit     string `json:"unit"`
 		Schedule string `json:"schedule"`
 	}
 	if err := json.Unmarshal(body, &head); err != nil {
 		return "", fmt.Errorf("a %s record whose body is not JSON: %w", typ, err)
 	}
-	switch typ {
-	case "ScheduleRun", "SlotsSkipped":
-		if head.Schedule == "" {
-			return "", fmt.Errorf("a %s record without a schedule", typ)
-		}
-		subject := prefix + ".schedule." + subjectToken(head.Schedule)
-		if typ == "SlotsSkipped" {
-			subject += ".skipped"
-		}
-		return subject, nil
+	if head.Schedule == "" {
+		return "", fmt.Errorf("a %s record without a schedule", typ)
 	}
-	u, err := tick.ParseUnit(head.Unit)
-	if err != nil || string(u) != head.Unit {
-		return "", fmt.Errorf("a %s record without a unit of time (unit %q)", typ, head.Unit)
+	subject := prefix + ".schedule." + subjectToken(head.Schedule)
+	if typ == "SlotsSkipped" {
+		subject += ".skipped"
 	}
-	switch {
-	case typ == "TicksSkipped":
-		return prefix + ".tick." + head.Unit + ".skipped", nil
-	case strings.HasSuffix(typ, "HasPassed"):
-		return prefix + ".tick." + head.Unit, nil
-	}
-	return "", fmt.Errorf("record type %q has no subject", typ)
+	return subject, nil
 }
 
 // subjectToken escapes name into one subject token.

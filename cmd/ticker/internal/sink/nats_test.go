@@ -83,9 +83,9 @@ func TestNATSSubjectsNameTheRecordAndEscapeScheduleNames(t *testing.T) {
 		event   any
 		subject string
 	}{
-		{minute(1), "passage.tick.minute"},
-		{tick.DayHasPassed{Passage: tick.Passage{At: slot}}, "passage.tick.day"},
-		{tick.TicksSkipped{Unit: tick.Hour, From: slot, To: slot.Add(time.Hour), Count: 2, Policy: "skip"}, "passage.tick.hour.skipped"},
+		{minute(1), "passage.minute"},
+		{tick.DayHasPassed{Passage: tick.Passage{At: slot}}, "passage.day"},
+		{tick.TicksSkipped{Unit: tick.Hour, From: slot, To: slot.Add(time.Hour), Count: 2, Policy: "skip"}, "passage.skipped.hour"},
 		{schedule.Run{SlotID: "nightly-report@x", Schedule: "nightly-report", Slot: slot}, "passage.schedule.nightly-report"},
 		{schedule.Run{SlotID: "x", Schedule: "billing.eu", Slot: slot}, "passage.schedule.billing%2Eeu"},
 		{schedule.Run{SlotID: "x", Schedule: "a b*>%é", Slot: slot}, "passage.schedule.a%20b%2A%3E%25%C3%A9"},
@@ -179,16 +179,17 @@ func TestNATSStoresEachRecordOnceUnderItsKey(t *testing.T) {
 		minute(2),
 		// A name no subject or header could carry as it is.
 		schedule.Run{RunID: "r2", SlotID: schedule.SlotID("billing.eu\r\nnight", slot), Schedule: "billing.eu\r\nnight", Slot: slot, FiredAt: slot, Attempt: 1},
+		tick.TicksSkipped{Unit: tick.Minute, From: minute(3).At, To: minute(5).At, Count: 3, Policy: "latest-only", EmittedAt: minute(6).At},
 	}
 	require.NoError(t, send(t, n, events...))
 	require.NoError(t, send(t, n, events...), "sent again")
-	require.Equal(t, sink.NATSStats{Stored: 4, Duplicates: 4}, n.Stats())
+	require.Equal(t, sink.NATSStats{Stored: 5, Duplicates: 5}, n.Stats())
 
 	info, err := js.Stream(context.Background(), n.Stream())
 	require.NoError(t, err)
 	require.Equal(t, time.Hour, info.CachedInfo().Config.Duplicates, "created with the window asked for")
 	msgs := stored(t, js, n.Stream())
-	require.Len(t, msgs, 4, "each once")
+	require.Len(t, msgs, 5, "each once")
 	for i, e := range events {
 		body, env, err := sink.Marshal(e)
 		require.NoError(t, err)
@@ -197,9 +198,21 @@ func TestNATSStoresEachRecordOnceUnderItsKey(t *testing.T) {
 		require.Equal(t, subject, msgs[i].Subject)
 		require.Equal(t, sink.NATSMsgID(env.ID), msgs[i].Header.Get(jetstream.MsgIDHeader))
 		require.Equal(t, env.Type, msgs[i].Header.Get(sink.HeaderNATSEvent))
-		require.Equal(t, string(body), string(msgs[i].Data))
+		if _, run := e.(schedule.Run); run {
+			require.Equal(t, string(body), string(msgs[i].Data), "a run's body as the webhook gets it")
+			continue
+		}
+		// Time as natsjs lays it out, byte for byte: what a Publisher
+		// of the same event would have stored.
+		want, err := natsjs.Encode(prefix, e)
+		require.NoError(t, err)
+		require.Equal(t, want.Subject, msgs[i].Subject)
+		require.Equal(t, want.Header.Get(jetstream.MsgIDHeader), msgs[i].Header.Get(jetstream.MsgIDHeader))
+		require.Equal(t, string(want.Data), string(msgs[i].Data))
 	}
-	require.Equal(t, prefix+".tick.minute", msgs[0].Subject)
+	require.Equal(t, prefix+".minute", msgs[0].Subject)
+	require.Equal(t, prefix+".skipped.minute", msgs[4].Subject)
+	require.Equal(t, "skipped/minute/2026-11-21T12:03:00Z..2026-11-21T12:05:00Z", msgs[4].Header.Get(jetstream.MsgIDHeader))
 	require.Equal(t, prefix+".schedule.poll", msgs[1].Subject)
 	require.Equal(t, "poll@2026-11-21T12:05:00Z", msgs[1].Header.Get(jetstream.MsgIDHeader), "the key as it is")
 	require.Equal(t, prefix+".schedule.billing%2Eeu%0D%0Anight", msgs[3].Subject)
@@ -222,7 +235,7 @@ func TestNATSSendFailsUnlessTheServerStoredTheRecord(t *testing.T) {
 	require.NoError(t, js.DeleteStream(context.Background(), n.Stream()))
 
 	err = send(t, n, minute(1))
-	require.ErrorContains(t, err, "publish minute/2026-11-21T12:01:00Z to "+prefix+".tick.minute on stream "+n.Stream())
+	require.ErrorContains(t, err, "publish minute/2026-11-21T12:01:00Z to "+prefix+".minute on stream "+n.Stream())
 	require.Equal(t, sink.NATSStats{}, n.Stats())
 
 	again, err := sink.NewNATS(context.Background(), cfg) // creates the stream again
