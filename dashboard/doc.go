@@ -35,7 +35,9 @@
 //	                    run ids and outcomes; pause, resume, trigger
 //	/schedules/{name}   one schedule: the same, its last 100 runs and a chart of how late
 //	                    each fired (fired_at − slot, manual runs left out)
-//	/workflows          instances by state (?state=running…), 50 a page (?after=id)
+//	/workflows          instances by state (?state=running…) and the start of their ID
+//	                    (?q=), 50 a page (?after=id), one statement a page
+//	                    (orchestration.ReadPage)
 //	/workflows/{id}     one instance's history as a timeline; signal and cancel
 //
 // # The summary
@@ -98,7 +100,7 @@
 //	                                      schedules with next_slot in their zone, failed_attempts,
 //	                                      last_error and last_runs; the page's query parameters
 //	GET /api/schedules/{name}/runs        runs, newest first; ?limit=1..1000
-//	GET /api/workflows                    {counts, state, instances, next}; ?state=, ?after=
+//	GET /api/workflows                    {counts, state, q, instances, next}; ?state=, ?q=, ?after=
 //	GET /api/workflows/{id}               {instance, history}
 //
 // Errors are {"error": "..."}: 400 for bad input (a cursor that does not

@@ -634,9 +634,11 @@ func (d *Dashboard) instance(s orchestration.Status) instanceView {
 }
 
 type workflowsView struct {
-	Counts    map[orchestration.State]int `json:"counts"`
-	State     string                      `json:"state"`
-	Instances []instanceView              `json:"instances"`
+	Counts map[orchestration.State]int `json:"counts"`
+	State  string                      `json:"state"`
+	// Query is the request's ?q=: the start of the instances' IDs.
+	Query     string         `json:"q"`
+	Instances []instanceView `json:"instances"`
 	// Next is the ?after= of the following page, "" on the last.
 	Next string `json:"next"`
 }
@@ -653,11 +655,12 @@ func (d *Dashboard) readWorkflows(r *http.Request) (workflowsView, int, error) {
 	if err != nil {
 		return workflowsView{}, http.StatusInternalServerError, err
 	}
-	list, more, err := orchestration.ReadInstances(r.Context(), d.db, orchestration.InstanceQuery{After: q.Get("after"), State: state, Limit: pageSize})
+	// One statement a page, whatever the state asked for.
+	list, more, err := orchestration.ReadPage(r.Context(), d.db, orchestration.PageQuery{Prefix: q.Get("q"), After: q.Get("after"), State: state, Limit: pageSize})
 	if err != nil {
 		return workflowsView{}, http.StatusInternalServerError, err
 	}
-	v := workflowsView{Counts: counts, State: string(state), Instances: []instanceView{}}
+	v := workflowsView{Counts: counts, State: string(state), Query: q.Get("q"), Instances: []instanceView{}}
 	for _, s := range list {
 		v.Instances = append(v.Instances, d.instance(s))
 	}
