@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -245,10 +246,43 @@ type listRow struct {
 
 type listsData struct {
 	Rows []listRow
-	// Query and Only are the request's ?q= and ?only=; All counts the
-	// lists before them.
-	Query, Only string
-	All         int
+	// Query, Only and Sort are the request's ?q=, ?only= and ?sort=;
+	// All counts the lists before them.
+	Query, Only, Sort string
+	All               int
+}
+
+// listOrders are the lists page's ?sort= values; each ends with the name.
+var listOrders = map[string]func(a, b listRow) int{
+	"":     func(a, b listRow) int { return strings.Compare(a.Name, b.Name) },
+	"name": func(a, b listRow) int { return strings.Compare(a.Name, b.Name) },
+	"pending": func(a, b listRow) int {
+		return cmp.Or(cmp.Compare(b.Pending, a.Pending), strings.Compare(a.Name, b.Name))
+	},
+	"parked": func(a, b listRow) int {
+		return cmp.Or(cmp.Compare(b.Parked, a.Parked), strings.Compare(a.Name, b.Name))
+	},
+	"failing": func(a, b listRow) int {
+		return cmp.Or(cmp.Compare(b.Failing, a.Failing), strings.Compare(a.Name, b.Name))
+	},
+	// Oldest due first; lists with nothing due last.
+	"oldest": func(a, b listRow) int {
+		return cmp.Or(cmp.Compare(boolRank(a.OldestDue == nil), boolRank(b.OldestDue == nil)), oldestOf(a).Compare(oldestOf(b)), strings.Compare(a.Name, b.Name))
+	},
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func oldestOf(l listRow) time.Time {
+	if l.OldestDue == nil {
+		return time.Time{}
+	}
+	return l.OldestDue.Time
 }
 
 // listFilters are the lists page's ?only= values, each keeping the rows
@@ -267,10 +301,15 @@ var listFilters = map[string]func(listRow, time.Time) bool{
 // whole (ReadStatus, ReadFailing) and filtered here.
 func (d *Dashboard) listsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	data := listsData{Rows: []listRow{}, Query: q.Get("q"), Only: q.Get("only")}
+	data := listsData{Rows: []listRow{}, Query: q.Get("q"), Only: q.Get("only"), Sort: q.Get("sort")}
 	keep, ok := listFilters[data.Only]
 	if !ok {
 		d.fail(w, r, http.StatusBadRequest, fmt.Errorf("?only=%s: want parked, failing or behind", data.Only))
+		return
+	}
+	order, ok := listOrders[data.Sort]
+	if !ok {
+		d.fail(w, r, http.StatusBadRequest, fmt.Errorf("?sort=%s: want name, pending, parked, failing or oldest", data.Sort))
 		return
 	}
 	st, err := ReadStatus(r.Context(), d.db, d.clock.Now(), d.loc)
@@ -299,6 +338,7 @@ func (d *Dashboard) listsPage(w http.ResponseWriter, r *http.Request) {
 			data.Rows = append(data.Rows, row)
 		}
 	}
+	slices.SortFunc(data.Rows, order)
 	d.renderStatus(w, r, "lists", "To-do lists", data, &st)
 }
 

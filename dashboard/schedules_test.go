@@ -136,3 +136,28 @@ func TestTheWorkflowsPageFiltersByIDAndState(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `value="order-1"`)
 }
+
+// The lists page filters (?q=, ?only=) and sorts (?sort=) its lists.
+func TestTheListsPageFiltersAndSorts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	srv := f.serveAt(t, start)
+	rows := regexp.MustCompile(`<tr id="list-([^"]+)"`)
+	lists := func(query string) []string {
+		code, body := getPage(t, srv.URL+"/lists"+query)
+		require.Equal(t, http.StatusOK, code, query)
+		var out []string
+		for _, m := range rows.FindAllStringSubmatch(body, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	require.Equal(t, []string{"passage-schedules", "passage-workflows", "pending-orders"}, lists(""))
+	require.Equal(t, []string{"pending-orders"}, lists("?only=parked"))
+	require.Equal(t, []string{"pending-orders", "passage-schedules", "passage-workflows"}, lists("?sort=pending"))
+	require.Equal(t, []string{"passage-schedules", "passage-workflows"}, lists("?q=PASSAGE"))
+	code, _ := getPage(t, srv.URL+"/lists?sort=sideways")
+	require.Equal(t, http.StatusBadRequest, code)
+	code, _ = getPage(t, srv.URL+"/lists?only=sideways")
+	require.Equal(t, http.StatusBadRequest, code)
+}
