@@ -7,10 +7,9 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/metric/noop"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/internal/telemetrytest"
 )
 
 // Recording and tracing cost no allocation without an SDK: with the
@@ -24,12 +23,9 @@ func TestTelemetryWithoutAnSDKAllocatesNothing(t *testing.T) {
 	}
 	db, _ := sqldbtest.SQLite(t)
 	ctx := context.Background()
-	for name, opts := range map[string][]Option{
-		"global": nil,
-		"no-op":  {WithMeterProvider(noop.NewMeterProvider()), WithTracerProvider(tracenoop.NewTracerProvider())},
-	} {
+	for name, p := range telemetrytest.WithoutAnSDK() {
 		clock := clockwork.NewFakeClockAt(t0)
-		e, err := New(ctx, db.DB, append(opts, WithClock(clock))...)
+		e, err := New(ctx, db.DB, WithMeterProvider(p.Meters), WithTracerProvider(p.Tracers), WithClock(clock))
 		require.NoError(t, err)
 		require.NoError(t, Register(e, "nap", func(Context, int) (int, error) { return 0, nil }))
 		wf := e.workflows["nap"]

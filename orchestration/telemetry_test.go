@@ -9,70 +9,41 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/passage-of-time/passage/eventstore"
 	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/internal/telemetrytest"
 )
 
-// meterReader returns a meter provider whose metrics the test reads back
-// with collect.
-func meterReader(t *testing.T) (*sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
-	t.Helper()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })
-	return mp, reader
-}
-
-// collected is one collection of the package's metrics, by name.
-type collected map[string]metricdata.Aggregation
+// collected is one collection of the package's metrics.
+type collected struct{ telemetrytest.Collected }
 
 func collect(t *testing.T, reader *sdkmetric.ManualReader) collected {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, reader.Collect(context.Background(), &rm))
-	out := collected{}
-	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != scope {
-			continue
-		}
-		for _, m := range sm.Metrics {
-			out[m.Name] = m.Data
-		}
-	}
-	return out
+	return collected{telemetrytest.Collect(t, reader, scope)}
 }
 
-// workflowOf returns the one attribute a data point may have, the
-// workflow's name: no instance id, nothing unbounded.
-func workflowOf(t *testing.T, attrs attribute.Set) string {
+// workflowOnly requires every series to name a workflow: one attribute,
+// the workflow's name — no instance id, nothing unbounded, and never
+// none (keyed "").
+func workflowOnly[V any](t *testing.T, name string, series map[string]V) {
 	t.Helper()
-	kvs := attrs.ToSlice()
-	require.Len(t, kvs, 1, "one attribute: %v", kvs)
-	require.Equal(t, attribute.Key("workflow"), kvs[0].Key)
-	return kvs[0].Value.AsString()
+	require.NotContains(t, series, "", "%s: a series without the workflow", name)
 }
 
-// counts returns the counter name by workflow.
+// counts returns the counter name by workflow, its series that counted
+// something.
 func (c collected) counts(t *testing.T, name string) map[string]int64 {
 	t.Helper()
-	out := map[string]int64{}
-	data, ok := c[name]
-	if !ok {
-		return out
-	}
-	sum, ok := data.(metricdata.Sum[int64])
-	require.True(t, ok, "%s is a %T, want an int64 sum", name, data)
-	require.True(t, sum.IsMonotonic, "%s is a counter", name)
-	for _, dp := range sum.DataPoints {
-		if dp.Value != 0 {
-			out[workflowOf(t, dp.Attributes)] += dp.Value
+	series := c.Counts(t, name, "workflow")
+	workflowOnly(t, name, series)
+	for wf, n := range series {
+		if n == 0 {
+			delete(series, wf)
 		}
 	}
-	return out
+	return series
 }
 
 // lateness is what the histogram holds for a workflow.
@@ -83,15 +54,11 @@ type lateness struct {
 
 func (c collected) lateness(t *testing.T) map[string]lateness {
 	t.Helper()
+	series := c.Histograms(t, metricLateness, "workflow")
+	workflowOnly(t, metricLateness, series)
 	out := map[string]lateness{}
-	data, ok := c[metricLateness]
-	if !ok {
-		return out
-	}
-	h, ok := data.(metricdata.Histogram[float64])
-	require.True(t, ok, "%s is a %T, want a float64 histogram", metricLateness, data)
-	for _, dp := range h.DataPoints {
-		out[workflowOf(t, dp.Attributes)] = lateness{dp.Count, dp.Sum}
+	for wf, dp := range series {
+		out[wf] = lateness{dp.Count, dp.Sum}
 	}
 	return out
 }
@@ -117,7 +84,7 @@ func TestMetricsCountEachTransitionOnceOnCommit(t *testing.T) {
 			ctx := context.Background()
 			db, _ := b.Open(t)
 			clock := clockwork.NewFakeClockAt(t0)
-			mp, reader := meterReader(t)
+			mp, reader := telemetrytest.MeterReader(t)
 			var stepName atomic.Value
 			stepName.Store("v1")
 			flaky := atomic.Int32{}

@@ -10,44 +10,13 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/internal/telemetrytest"
 )
-
-// spanRecorder returns a tracer provider whose ended spans the test reads
-// back from the exporter.
-func spanRecorder(t *testing.T) (*sdktrace.TracerProvider, *tracetest.InMemoryExporter) {
-	t.Helper()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
-	return tp, exp
-}
-
-func spanAttrs(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
-	out := map[attribute.Key]attribute.Value{}
-	for _, kv := range s.Attributes {
-		out[kv.Key] = kv.Value
-	}
-	return out
-}
-
-// spansNamed returns the exported spans called name, in the order they
-// ended.
-func spansNamed(exp *tracetest.InMemoryExporter, name string) []tracetest.SpanStub {
-	var out []tracetest.SpanStub
-	for _, s := range exp.GetSpans() {
-		if s.Name == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
 
 // traceparent reads the trace and span ids out of a W3C traceparent
 // ("00-<trace id>-<span id>-<flags>") by hand, as a reader of the history
@@ -92,7 +61,7 @@ func TestAWorkflowThatSleepsADayIsOneTrace(t *testing.T) {
 			ctx := context.Background()
 			db, _ := b.Open(t)
 			clock := clockwork.NewFakeClockAt(t0)
-			tp, exp := spanRecorder(t)
+			tp, exp := telemetrytest.SpanRecorder(t)
 			var mu sync.Mutex
 			inStep := map[string]trace.SpanContext{} // the span a step's ctx carries
 			step := func(ctx Context, name string) error {
@@ -147,7 +116,7 @@ func TestAWorkflowThatSleepsADayIsOneTrace(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "started daily (input 0), trace "+traceID, history[0].Describe(time.UTC), "an operator finds the trace from the history")
 
-			starts := spansNamed(exp, "workflow.start daily")
+			starts := telemetrytest.SpansNamed(exp, "workflow.start daily")
 			require.Len(t, starts, 1)
 			root := starts[0]
 			require.Equal(t, traceID, root.SpanContext.TraceID().String())
@@ -157,17 +126,17 @@ func TestAWorkflowThatSleepsADayIsOneTrace(t *testing.T) {
 			require.Equal(t, req.SpanContext(), root.Links[0].SpanContext, "linked to the caller's span")
 
 			batches := map[trace.SpanID]tracetest.SpanStub{}
-			for _, s := range spansNamed(exp, "todolist.batch "+listName) {
+			for _, s := range telemetrytest.SpansNamed(exp, "todolist.batch "+listName) {
 				batches[s.SpanContext.SpanID()] = s
 			}
-			wakeups := spansNamed(exp, "workflow.wakeup daily")
+			wakeups := telemetrytest.SpansNamed(exp, "workflow.wakeup daily")
 			require.Len(t, wakeups, 3, "one per execution")
 			for i, s := range wakeups {
 				require.Equal(t, traceID, s.SpanContext.TraceID().String(), "wake-up %d shares the trace", i)
 				require.Equal(t, rootID, s.Parent.SpanID().String(), "wake-up %d is a child of Start's span", i)
 				require.True(t, s.Parent.IsRemote())
 				require.Equal(t, t0.Add(time.Duration(i)*24*time.Hour), s.StartTime, "stamped with the fake clock")
-				a := spanAttrs(s)
+				a := telemetrytest.Attrs(s)
 				require.Equal(t, "d", a[attrInstance].AsString())
 				require.Equal(t, "daily", a[attrWorkflow].AsString())
 				want := "suspended"
@@ -183,14 +152,14 @@ func TestAWorkflowThatSleepsADayIsOneTrace(t *testing.T) {
 			}
 
 			for i, name := range []string{"reserve", "charge", "ship"} {
-				spans := spansNamed(exp, "workflow.step daily/"+name)
+				spans := telemetrytest.SpansNamed(exp, "workflow.step daily/"+name)
 				require.Len(t, spans, 1, "step %s ran once", name)
 				s := spans[0]
 				require.Equal(t, traceID, s.SpanContext.TraceID().String(), "step %s is in the instance's trace", name)
 				require.Equal(t, wakeups[i].SpanContext.SpanID(), s.Parent.SpanID(), "step %s is a child of its wake-up", name)
 				require.Equal(t, t0.Add(time.Duration(i)*24*time.Hour), s.StartTime)
 				require.Equal(t, s.SpanContext, inStep[name], "the step's ctx carries its span")
-				a := spanAttrs(s)
+				a := telemetrytest.Attrs(s)
 				require.Equal(t, name, a[attrStep].AsString())
 				require.Equal(t, int64(1), a[attrAttempt].AsInt64())
 			}
@@ -226,7 +195,7 @@ func TestAnInstanceWithoutARecordedTraceWakesInATraceOfItsOwn(t *testing.T) {
 			require.NotContains(t, fields, "Trace", "nothing recorded without a span")
 			require.ElementsMatch(t, []string{"Workflow", "Input", "At"}, keys(fields), "the Started event as it always was")
 
-			tp, exp := spanRecorder(t)
+			tp, exp := telemetrytest.SpanRecorder(t)
 			traced := newWorld(t, db.DB, clock, register, WithTracerProvider(tp))
 			traced.tick()
 			clock.Advance(time.Hour)
@@ -234,13 +203,13 @@ func TestAnInstanceWithoutARecordedTraceWakesInATraceOfItsOwn(t *testing.T) {
 			_, st, err := Result[int](ctx, traced.e, "n")
 			require.NoError(t, err, "%s: %s", st.State, st.Error)
 
-			wakeups := spansNamed(exp, "workflow.wakeup nap")
+			wakeups := telemetrytest.SpansNamed(exp, "workflow.wakeup nap")
 			require.Len(t, wakeups, 2)
 			for _, s := range wakeups {
 				require.False(t, s.Parent.IsValid(), "a root: there is no recorded context")
 			}
 			require.NotEqual(t, wakeups[0].SpanContext.TraceID(), wakeups[1].SpanContext.TraceID())
-			steps := spansNamed(exp, "workflow.step nap/after")
+			steps := telemetrytest.SpansNamed(exp, "workflow.step nap/after")
 			require.Len(t, steps, 1)
 			require.Equal(t, wakeups[1].SpanContext.SpanID(), steps[0].Parent.SpanID())
 		})

@@ -14,11 +14,11 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/internal/telemetrytest"
 	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
@@ -178,17 +178,9 @@ func (sc *scenario) run(t *testing.T, ctx context.Context) expected {
 	return want
 }
 
-// meterReader returns a meter provider whose metrics the test reads back.
-func meterReader(t *testing.T) (*sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
-	t.Helper()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })
-	return mp, reader
-}
-
 // series are one collection of the package's metrics: each instrument's
-// data points by the schedule they name ("" for none).
+// data points by the schedule they name ("" for none). No run's or slot's
+// id is ever an attribute: the schedule's name is the one there is.
 type series struct {
 	counts    map[string]map[string]int64
 	histogram map[string]metricdata.HistogramDataPoint[float64]
@@ -196,46 +188,21 @@ type series struct {
 
 func collect(t *testing.T, reader *sdkmetric.ManualReader) series {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, reader.Collect(context.Background(), &rm))
+	c := telemetrytest.Collect(t, reader, "github.com/passage-of-time/passage/schedule")
 	out := series{counts: map[string]map[string]int64{}, histogram: map[string]metricdata.HistogramDataPoint[float64]{}}
-	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != "github.com/passage-of-time/passage/schedule" {
-			continue
-		}
-		for _, m := range sm.Metrics {
-			switch data := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				require.True(t, data.IsMonotonic, "%s is a counter", m.Name)
-				out.counts[m.Name] = map[string]int64{}
-				for _, dp := range data.DataPoints {
-					out.counts[m.Name][scheduleOf(t, dp.Attributes)] += dp.Value
-				}
-			case metricdata.Histogram[float64]:
-				require.Equal(t, "passage.schedule.run.lateness", m.Name)
-				require.Equal(t, "s", m.Unit)
-				for _, dp := range data.DataPoints {
-					out.histogram[scheduleOf(t, dp.Attributes)] = dp
-				}
-			default:
-				require.Failf(t, "unexpected instrument", "%s is a %T", m.Name, m.Data)
-			}
+	for name, m := range c {
+		switch m.Data.(type) {
+		case metricdata.Sum[int64]:
+			out.counts[name] = c.Counts(t, name, "schedule")
+		case metricdata.Histogram[float64]:
+			require.Equal(t, "passage.schedule.run.lateness", name)
+			require.Equal(t, "s", m.Unit)
+			out.histogram = c.Histograms(t, name, "schedule")
+		default:
+			require.Failf(t, "unexpected instrument", "%s is a %T", name, m.Data)
 		}
 	}
 	return out
-}
-
-// scheduleOf is the schedule a data point names: its one attribute, or ""
-// for none. No run's or slot's id is ever one.
-func scheduleOf(t *testing.T, attrs attribute.Set) string {
-	t.Helper()
-	if attrs.Len() == 0 {
-		return ""
-	}
-	require.Equal(t, 1, attrs.Len(), "one attribute: %v", attrs.ToSlice())
-	v, ok := attrs.Value("schedule")
-	require.True(t, ok, "the attribute is the schedule's name: %v", attrs.ToSlice())
-	return v.AsString()
 }
 
 // The metrics read back after a fake clock's advance say what the
@@ -250,7 +217,7 @@ func TestMetricsCountRunsSkipsAndLateness(t *testing.T) {
 		t.Run(be.Name, func(t *testing.T) {
 			t.Parallel()
 			db, _ := be.Open(t)
-			mp, reader := meterReader(t)
+			mp, reader := telemetrytest.MeterReader(t)
 			sc := newScenario(t, db.DB, schedule.WithMeterProvider(mp))
 			want := sc.run(t, context.Background())
 			got := collect(t, reader)
@@ -262,12 +229,7 @@ func TestMetricsCountRunsSkipsAndLateness(t *testing.T) {
 				requireLateness(t, want.lateness[name], got.histogram[name], name)
 			}
 			// The schedules' to-do list records with the same provider.
-			var rm metricdata.ResourceMetrics
-			require.NoError(t, reader.Collect(context.Background(), &rm))
-			scopes := map[string]bool{}
-			for _, sm := range rm.ScopeMetrics {
-				scopes[sm.Scope.Name] = true
-			}
+			scopes := telemetrytest.Scopes(t, reader)
 			require.True(t, scopes["github.com/passage-of-time/passage/todolist"], "the to-do list's metrics: %v", scopes)
 		})
 	}
@@ -281,7 +243,7 @@ func TestMetricsWithoutTheScheduleAttributeAddUp(t *testing.T) {
 		t.Run(be.Name, func(t *testing.T) {
 			t.Parallel()
 			db, _ := be.Open(t)
-			mp, reader := meterReader(t)
+			mp, reader := telemetrytest.MeterReader(t)
 			sc := newScenario(t, db.DB, schedule.WithMeterProvider(mp), schedule.WithMetricsPerSchedule(false))
 			want := sc.run(t, context.Background())
 			got := collect(t, reader)
@@ -330,9 +292,7 @@ func TestASpanPerRun(t *testing.T) {
 		t.Run(be.Name, func(t *testing.T) {
 			t.Parallel()
 			db, _ := be.Open(t)
-			exp := tracetest.NewInMemoryExporter()
-			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-			t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
+			tp, exp := telemetrytest.SpanRecorder(t)
 			sc := newScenario(t, db.DB, schedule.WithTracerProvider(tp))
 			ctx, tickSpan := tp.Tracer("test").Start(context.Background(), "tick")
 			sc.run(t, ctx)
@@ -396,23 +356,15 @@ func TestASpanPerRun(t *testing.T) {
 }
 
 func attributeOf(s tracetest.SpanStub, key string) (string, bool) {
-	for _, kv := range s.Attributes {
-		if string(kv.Key) == key {
-			return kv.Value.String(), true
-		}
-	}
-	return "", false
+	v, ok := telemetrytest.Attrs(s)[attribute.Key(key)]
+	return v.String(), ok
 }
 
 func requireAttribute(t *testing.T, s tracetest.SpanStub, key string, want any) {
 	t.Helper()
-	for _, kv := range s.Attributes {
-		if string(kv.Key) == key {
-			require.Equal(t, want, kv.Value.AsInterface(), "%s of %s", key, s.Name)
-			return
-		}
-	}
-	require.Failf(t, "no attribute", "%s has no %s: %v", s.Name, key, s.Attributes)
+	v, ok := telemetrytest.Attrs(s)[attribute.Key(key)]
+	require.True(t, ok, "%s has no %s: %v", s.Name, key, s.Attributes)
+	require.Equal(t, want, v.AsInterface(), "%s of %s", key, s.Name)
 }
 
 // linksTo reports whether s is linked to the span sc, at once or through

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/metric/noop"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/passage-of-time/passage/internal/telemetrytest"
 )
 
 // Recording and tracing cost no allocation without an SDK: with the
@@ -16,11 +16,8 @@ import (
 // would show an allocation per event as 1440 more per op.
 func TestRecordingWithoutAnSDKAllocatesNothing(t *testing.T) {
 	ctx := context.Background()
-	for name, opts := range map[string][]Option{
-		"global": nil,
-		"no-op":  {WithMeterProvider(noop.NewMeterProvider()), WithTracerProvider(tracenoop.NewTracerProvider())},
-	} {
-		tk, err := New(&recorder{}, NewMemoryStore(), append(opts, WithUnits(Minute, Hour))...)
+	for name, p := range telemetrytest.WithoutAnSDK() {
+		tk, err := New(&recorder{}, NewMemoryStore(), WithMeterProvider(p.Meters), WithTracerProvider(p.Tracers), WithUnits(Minute, Hour))
 		require.NoError(t, err)
 		b, at := time.Unix(60, 0), time.Unix(61, 0)
 		s := TicksSkipped{Unit: Hour, From: b, To: b, Count: 1, Policy: "skip"}

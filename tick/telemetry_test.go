@@ -9,80 +9,36 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/passage-of-time/passage/internal/telemetrytest"
 )
 
-// meterReader returns a meter provider whose metrics the test reads back
-// with collect.
-func meterReader(t *testing.T) (*sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
-	t.Helper()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })
-	return mp, reader
-}
-
-// collected is one collection of the package's metrics, by name.
-type collected map[string]metricdata.Aggregation
+// collected is one collection of the package's metrics.
+type collected struct{ telemetrytest.Collected }
 
 func collect(t *testing.T, reader *sdkmetric.ManualReader) collected {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, reader.Collect(context.Background(), &rm))
-	out := collected{}
-	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != scope {
-			continue
-		}
-		for _, m := range sm.Metrics {
-			out[m.Name] = m.Data
-		}
-	}
-	return out
+	return collected{telemetrytest.Collect(t, reader, scope)}
 }
 
-// attrsOf is the attribute set of a unit's series, or of the series
-// without attributes when u is empty.
-func attrsOf(u Unit) attribute.Set {
-	if u == "" {
-		return *attribute.EmptySet()
-	}
-	return attribute.NewSet(attribute.String("unit", string(u)))
-}
-
-// count is the value of the counter name for u, failing when it has no
-// such series. Every series must be a unit's or have no attribute.
+// count is the value of the counter name for u, or of its series without
+// attributes when u is empty, failing when it has no such series. Every
+// series must be a unit's or have no attribute.
 func (c collected) count(t *testing.T, name string, u Unit) int64 {
 	t.Helper()
-	sum, ok := c[name].(metricdata.Sum[int64])
-	require.True(t, ok, "%s is a %T, want an int64 sum", name, c[name])
-	require.True(t, sum.IsMonotonic, "%s is a counter", name)
-	want := attrsOf(u)
-	for _, dp := range sum.DataPoints {
-		require.LessOrEqual(t, dp.Attributes.Len(), 1, "%s: only the unit: %v", name, dp.Attributes.ToSlice())
-		if dp.Attributes.Equals(&want) {
-			return dp.Value
-		}
-	}
-	require.Failf(t, "no series", "%s has no series %v: %v", name, want.ToSlice(), sum.DataPoints)
-	return 0
+	n, ok := c.Counts(t, name, "unit")[string(u)]
+	require.True(t, ok, "%s has no series of unit %q: %v", name, u, c.Collected[name])
+	return n
 }
 
 // lag is the emission lag histogram's series of u.
 func (c collected) lag(t *testing.T, u Unit) metricdata.HistogramDataPoint[float64] {
 	t.Helper()
-	h, ok := c[metricLag].(metricdata.Histogram[float64])
-	require.True(t, ok, "%s is a %T, want a float64 histogram", metricLag, c[metricLag])
-	want := attrsOf(u)
-	for _, dp := range h.DataPoints {
-		if dp.Attributes.Equals(&want) {
-			return dp
-		}
-	}
-	require.Failf(t, "no series", "%s has no series of %s", metricLag, u)
-	return metricdata.HistogramDataPoint[float64]{}
+	dp, ok := c.Histograms(t, metricLag, "unit")[string(u)]
+	require.True(t, ok, "%s has no series of %s", metricLag, u)
+	return dp
 }
 
 // unitFigures is what the test expects of one unit, worked out from the
@@ -134,7 +90,7 @@ func TestMetricsFollowTheFakeClock(t *testing.T) {
 			for u, c := range cursors {
 				require.NoError(t, store.Advance(ctx, u, time.Time{}, c, 0))
 			}
-			mp, reader := meterReader(t)
+			mp, reader := telemetrytest.MeterReader(t)
 			clock := clockwork.NewFakeClockAt(epoch)
 			tk, rec := setup(t, clock, store, WithUnits(Minute, Hour),
 				WithCatchUp(Minute, LatestOnly{}), WithCatchUp(Hour, Skip{}), WithMeterProvider(mp))
@@ -212,7 +168,7 @@ func TestMetricsCountASkipOnceAcrossRetries(t *testing.T) {
 			start := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
 			require.NoError(t, store.Advance(ctx, Hour, time.Time{}, start, 0))
 			clock := clockwork.NewFakeClockAt(start.Add(72*time.Hour + 30*time.Minute))
-			mp, reader := meterReader(t)
+			mp, reader := telemetrytest.MeterReader(t)
 			rec := &recorder{}
 			tk, err := New(rec, store, WithClock(clock), WithUnits(Hour), WithCatchUp(Hour, LatestOnly{}),
 				WithLogger(discard), WithMeterProvider(mp))
@@ -255,7 +211,7 @@ func (brokenLease) AcquireLease(context.Context, string, time.Time, time.Duratio
 func TestMetricsCountStoreFailuresByUnit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	mp, reader := meterReader(t)
+	mp, reader := telemetrytest.MeterReader(t)
 	clock := clockwork.NewFakeClockAt(epoch)
 	tk, err := New(&recorder{}, brokenStore{NewMemoryStore()}, WithClock(clock), WithUnits(Minute, Hour),
 		WithLogger(discard), WithMeterProvider(mp))
@@ -280,7 +236,7 @@ func TestMetricsCountStoreFailuresByUnit(t *testing.T) {
 // passes, so that a rate over them is defined from the start.
 func TestMetricsStartAtZero(t *testing.T) {
 	t.Parallel()
-	mp, reader := meterReader(t)
+	mp, reader := telemetrytest.MeterReader(t)
 	_, err := New(&recorder{}, NewMemoryStore(), WithUnits(Minute, Day), WithMeterProvider(mp))
 	require.NoError(t, err)
 	m := collect(t, reader)

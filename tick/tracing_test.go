@@ -9,34 +9,14 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/passage-of-time/passage/bus"
+	"github.com/passage-of-time/passage/internal/telemetrytest"
 	"github.com/passage-of-time/passage/internal/timefmt"
 )
-
-// spanExporter returns a tracer provider whose spans the test reads back
-// from the exporter, each as it ends.
-func spanExporter(t *testing.T) (*sdktrace.TracerProvider, *tracetest.InMemoryExporter) {
-	t.Helper()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
-	return tp, exp
-}
-
-// attrs are a span's attributes by key.
-func attrs(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
-	out := map[attribute.Key]attribute.Value{}
-	for _, kv := range s.Attributes {
-		out[kv.Key] = kv.Value
-	}
-	return out
-}
 
 // seen is what the bus's handlers found in their ctx.
 type seen struct {
@@ -75,7 +55,7 @@ func TestHandlersGetTheSpanOfTheEmission(t *testing.T) {
 	store := NewMemoryStore()
 	cursor := epoch.Add(-3*time.Minute - 30*time.Second) // 23:57: 23:58 and 23:59 skipped, 00:00 a catch-up
 	require.NoError(t, store.Advance(ctx, Minute, time.Time{}, cursor, 0))
-	tp, exp := spanExporter(t)
+	tp, exp := telemetrytest.SpanRecorder(t)
 	clock := clockwork.NewFakeClockAt(epoch)
 	tk, err := New(b, store, WithClock(clock), WithUnits(Minute), WithCatchUp(Minute, LatestOnly{}),
 		WithLogger(discard), WithTracerProvider(tp))
@@ -114,7 +94,7 @@ func TestHandlersGetTheSpanOfTheEmission(t *testing.T) {
 	require.Len(t, traces, 3, "one trace per emission and report")
 	require.Len(t, emits, len(wants))
 	for _, s := range emits {
-		a := attrs(s)
+		a := telemetrytest.Attrs(s)
 		boundary := a[attrBoundary].AsString()
 		w, ok := wants[boundary]
 		require.True(t, ok, "a span for %s", boundary)
@@ -129,7 +109,7 @@ func TestHandlersGetTheSpanOfTheEmission(t *testing.T) {
 		require.True(t, sc.Equal(s.SpanContext), "the handler's span context %v is the emission's %v", sc, s.SpanContext)
 	}
 	require.Len(t, skipSpans, 1)
-	a := attrs(skipSpans[0])
+	a := telemetrytest.Attrs(skipSpans[0])
 	require.Equal(t, int64(2), a[attrCount].AsInt64())
 	require.Equal(t, timefmt.Format(cursor.Add(time.Minute)), a[attrFrom].AsString())
 	require.Equal(t, timefmt.Format(cursor.Add(2*time.Minute)), a[attrTo].AsString())
@@ -144,7 +124,7 @@ func TestHandlersGetTheSpanOfTheEmission(t *testing.T) {
 // emissions' traces linked to it, not in it.
 func TestEmissionSpansRecordFailuresAndLinkToTheCaller(t *testing.T) {
 	t.Parallel()
-	tp, exp := spanExporter(t)
+	tp, exp := telemetrytest.SpanRecorder(t)
 	clock := clockwork.NewFakeClockAt(epoch)
 	store := NewMemoryStore()
 	ctx := context.Background()
@@ -177,5 +157,5 @@ func TestEmissionSpansRecordFailuresAndLinkToTheCaller(t *testing.T) {
 	require.True(t, failed.Links[0].SpanContext.Equal(parent.SpanContext()), "linked to the caller's span")
 	require.Equal(t, codes.Unset, retried.Status.Code)
 	require.Empty(t, retried.Links, "no span in the retry's ctx")
-	require.Equal(t, attrs(failed)[attrBoundary], attrs(retried)[attrBoundary], "the same boundary, retried")
+	require.Equal(t, telemetrytest.Attrs(failed)[attrBoundary], telemetrytest.Attrs(retried)[attrBoundary], "the same boundary, retried")
 }

@@ -9,84 +9,54 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/telemetrytest"
 	"github.com/passage-of-time/passage/todolist"
 )
 
-// meterReader returns a meter provider whose metrics the test reads back
-// with collect.
-func meterReader(t *testing.T) (*sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
-	t.Helper()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })
-	return mp, reader
-}
-
-// collected is one collection of the package's metrics, by name.
-type collected map[string]metricdata.Aggregation
+// collected is one collection of the package's metrics.
+type collected struct{ telemetrytest.Collected }
 
 func collect(t *testing.T, reader *sdkmetric.ManualReader) collected {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, reader.Collect(context.Background(), &rm))
-	out := collected{}
-	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != "github.com/passage-of-time/passage/todolist" {
-			continue
-		}
-		for _, m := range sm.Metrics {
-			out[m.Name] = m.Data
-		}
-	}
-	return out
+	return collected{telemetrytest.Collect(t, reader, "github.com/passage-of-time/passage/todolist")}
 }
 
-// onlyList requires attrs to be the list's name and nothing else: no
-// item's ID, nothing unbounded.
-func onlyList(t *testing.T, list string, attrs attribute.Set) {
+// onlyList requires series to be the list's alone: each data point's
+// attributes the list's name and nothing else (no item's ID, nothing
+// unbounded; a series without attributes is keyed "").
+func onlyList[V any](t *testing.T, list string, series map[string]V) {
 	t.Helper()
-	require.Equal(t, []attribute.KeyValue{attribute.String("list", list)}, attrs.ToSlice())
+	for name := range series {
+		require.Equal(t, list, name, "the series of list %q alone: %v", list, series)
+	}
 }
 
 // count is the value of the counter name for list (0 when never added to).
 func (c collected) count(t *testing.T, name, list string) int64 {
 	t.Helper()
-	data, ok := c[name]
-	if !ok {
-		return 0
-	}
-	sum, ok := data.(metricdata.Sum[int64])
-	require.True(t, ok, "%s is a %T, want an int64 sum", name, data)
-	require.True(t, sum.IsMonotonic, "%s is a counter", name)
-	var n int64
-	for _, dp := range sum.DataPoints {
-		onlyList(t, list, dp.Attributes)
-		n += dp.Value
-	}
-	return n
+	series := c.Counts(t, name, "list")
+	onlyList(t, list, series)
+	return series[list]
 }
 
 func (c collected) gauge(t *testing.T, name, list string) int64 {
 	t.Helper()
-	g, ok := c[name].(metricdata.Gauge[int64])
-	require.True(t, ok, "%s is a %T, want an int64 gauge", name, c[name])
-	require.Len(t, g.DataPoints, 1)
-	onlyList(t, list, g.DataPoints[0].Attributes)
-	return g.DataPoints[0].Value
+	series := c.Gauges(t, name, "list")
+	require.Len(t, series, 1)
+	onlyList(t, list, series)
+	return series[list]
 }
 
 func (c collected) histogram(t *testing.T, name, list string) metricdata.HistogramDataPoint[float64] {
 	t.Helper()
-	h, ok := c[name].(metricdata.Histogram[float64])
-	require.True(t, ok, "%s is a %T, want a float64 histogram", name, c[name])
-	require.Len(t, h.DataPoints, 1)
-	onlyList(t, list, h.DataPoints[0].Attributes)
-	return h.DataPoints[0]
+	series := c.Histograms(t, name, "list")
+	require.Len(t, series, 1)
+	onlyList(t, list, series)
+	return series[list]
 }
 
 // starts records when each item's action started, by the fake clock: the
@@ -154,7 +124,7 @@ func TestMetricsCountWhatProcessorsDo(t *testing.T) {
 			eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
 				ctx := context.Background()
 				clock := clockwork.NewFakeClockAt(t0)
-				mp, reader := meterReader(t)
+				mp, reader := telemetrytest.MeterReader(t)
 				l := openList(t, db, "metered", todolist.WithListClock(clock), todolist.WithMeterProvider(mp))
 				due := map[string]time.Time{
 					"a": t0.Add(-2 * time.Minute),
@@ -258,7 +228,7 @@ func TestTheBacklogGaugeReadsEveryListOpened(t *testing.T) {
 	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
 		ctx := context.Background()
 		clock := clockwork.NewFakeClockAt(t0)
-		mp, reader := meterReader(t)
+		mp, reader := telemetrytest.MeterReader(t)
 		var one *todolist.List
 		for range 3 {
 			one = openList(t, db, "one", todolist.WithListClock(clock), todolist.WithMeterProvider(mp))
@@ -272,25 +242,12 @@ func TestTheBacklogGaugeReadsEveryListOpened(t *testing.T) {
 		addItems(t, two, t0.Add(time.Hour), "c")
 		addItems(t, other, t0, "d", "e", "f")
 
-		g, ok := collect(t, reader)["passage.todolist.backlog"].(metricdata.Gauge[int64])
-		require.True(t, ok)
-		got := map[string]int64{}
-		for _, dp := range g.DataPoints {
-			name, ok := dp.Attributes.Value("list")
-			require.True(t, ok)
-			require.Equal(t, 1, dp.Attributes.Len())
-			got[name.AsString()] += dp.Value
-		}
+		got := collect(t, reader).Gauges(t, "passage.todolist.backlog", "list")
 		require.Equal(t, map[string]int64{"one": 2, "two": 1}, got, "one's parked item is no backlog")
 
 		// A list emptied reports zero, not nothing.
 		require.NoError(t, two.Remove(ctx, "c"))
-		g = collect(t, reader)["passage.todolist.backlog"].(metricdata.Gauge[int64])
-		got = map[string]int64{}
-		for _, dp := range g.DataPoints {
-			name, _ := dp.Attributes.Value("list")
-			got[name.AsString()] += dp.Value
-		}
+		got = collect(t, reader).Gauges(t, "passage.todolist.backlog", "list")
 		require.Equal(t, map[string]int64{"one": 2, "two": 0}, got)
 	})
 }

@@ -6,10 +6,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/metric/noop"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/internal/telemetrytest"
 )
 
 // Recording and tracing cost no allocation without an SDK: with the
@@ -19,11 +18,8 @@ import (
 func TestRecordingWithoutAnSDKAllocatesNothing(t *testing.T) {
 	db, _ := sqldbtest.SQLite(t)
 	ctx := context.Background()
-	for name, opts := range map[string][]ListOption{
-		"global": nil,
-		"no-op":  {WithMeterProvider(noop.NewMeterProvider()), WithTracerProvider(tracenoop.NewTracerProvider())},
-	} {
-		l, err := Open(ctx, db.DB, "allocs", opts...)
+	for name, p := range telemetrytest.WithoutAnSDK() {
+		l, err := Open(ctx, db.DB, "allocs", WithMeterProvider(p.Meters), WithTracerProvider(p.Tracers))
 		require.NoError(t, err)
 		p := &Processor{list: l}
 		due, now := time.Unix(0, 0), time.Unix(60, 0)

@@ -10,31 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/telemetrytest"
 	"github.com/passage-of-time/passage/todolist"
 )
-
-// spanRecorder returns a tracer provider whose ended spans the test reads
-// back from the exporter.
-func spanRecorder(t *testing.T) (*sdktrace.TracerProvider, *tracetest.InMemoryExporter) {
-	t.Helper()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
-	return tp, exp
-}
-
-func attrs(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
-	out := map[attribute.Key]attribute.Value{}
-	for _, kv := range s.Attributes {
-		out[kv.Key] = kv.Value
-	}
-	return out
-}
 
 // TestEachActionRunsInASpanLinkedToTheTick works three items, done,
 // failed and conflicting, in a pass whose ctx carries the span of the
@@ -48,7 +30,7 @@ func TestEachActionRunsInASpanLinkedToTheTick(t *testing.T) {
 	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
 		ctx := context.Background()
 		clock := clockwork.NewFakeClockAt(t0)
-		tp, exp := spanRecorder(t)
+		tp, exp := telemetrytest.SpanRecorder(t)
 		l := openList(t, db, "traced", todolist.WithListClock(clock), todolist.WithTracerProvider(tp))
 		due := map[string]time.Time{"a": t0.Add(-time.Minute), "b": t0.Add(-20 * time.Second), "c": t0.Add(-5 * time.Second)}
 		for id, at := range due {
@@ -86,7 +68,7 @@ func TestEachActionRunsInASpanLinkedToTheTick(t *testing.T) {
 		require.Len(t, spans, 3, "one span per action")
 		seen := map[string]bool{}
 		for _, s := range spans {
-			a := attrs(s)
+			a := telemetrytest.Attrs(s)
 			id := a["passage.todolist.item.id"].AsString()
 			require.False(t, seen[id], "one span for %s", id)
 			seen[id] = true
@@ -123,7 +105,7 @@ func TestEachActionRunsInASpanLinkedToTheTick(t *testing.T) {
 		require.NoError(t, err)
 		spans = exp.GetSpans()
 		require.Len(t, spans, 1)
-		require.Equal(t, "c", attrs(spans[0])["passage.todolist.item.id"].AsString())
+		require.Equal(t, "c", telemetrytest.Attrs(spans[0])["passage.todolist.item.id"].AsString())
 		require.Empty(t, spans[0].Links)
 	})
 }
@@ -135,7 +117,7 @@ func TestABatchActionRunsInOneSpan(t *testing.T) {
 	eachBackend(t, func(t *testing.T, db *sqldb.DB, _ string) {
 		ctx := context.Background()
 		clock := clockwork.NewFakeClockAt(t0)
-		tp, exp := spanRecorder(t)
+		tp, exp := telemetrytest.SpanRecorder(t)
 		l := openList(t, db, "batched", todolist.WithListClock(clock), todolist.WithTracerProvider(tp))
 		first := t0.Add(-time.Hour)
 		require.NoError(t, l.Add(ctx, "x", first))
@@ -158,7 +140,7 @@ func TestABatchActionRunsInOneSpan(t *testing.T) {
 			}
 		}
 		require.Len(t, spans, 1)
-		s, a := spans[0], attrs(spans[0])
+		s, a := spans[0], telemetrytest.Attrs(spans[0])
 		require.EqualValues(t, 2, a["passage.todolist.batch.size"].AsInt64())
 		require.Equal(t, first.UTC().Format(time.RFC3339Nano), a["passage.todolist.item.due"].AsString())
 		require.InDelta(t, time.Hour.Seconds(), a["passage.todolist.lateness"].AsFloat64(), 1e-9)
