@@ -8,7 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
-	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // List returns every stored schedule, by name, as ReadSchedules does.
@@ -128,7 +128,7 @@ const maxBackfill = 10_000
 // the runs it made.
 func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Time) ([]Run, error) {
 	if to.After(s.clock.Now()) {
-		return nil, fmt.Errorf("schedule: backfill %q: %s is in the future", name, tick.FormatTime(to))
+		return nil, fmt.Errorf("schedule: backfill %q: %s is in the future", name, timefmt.Format(to))
 	}
 	var st state
 	err := s.change(ctx, "backfill", name, func(_ *sqlx.Tx, got state) error { st = got; return nil })
@@ -146,7 +146,7 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 	var slots []time.Time
 	for at := d.Spec.Next(from); !at.IsZero() && !at.After(last); at = d.Spec.Next(at) {
 		if len(slots) == maxBackfill {
-			return nil, fmt.Errorf("schedule: backfill %q: more than %d slots in (%s, %s]", name, maxBackfill, tick.FormatTime(from), tick.FormatTime(to))
+			return nil, fmt.Errorf("schedule: backfill %q: more than %d slots in (%s, %s]", name, maxBackfill, timefmt.Format(from), timefmt.Format(to))
 		}
 		slots = append(slots, at)
 	}
@@ -159,7 +159,7 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 			return err
 		})
 		if err != nil {
-			return runs, fmt.Errorf("schedule: backfill %q at %s: %w", name, tick.FormatTime(slot), err)
+			return runs, fmt.Errorf("schedule: backfill %q at %s: %w", name, timefmt.Format(slot), err)
 		}
 		if r.RunID != "" {
 			runs = append(runs, r)

@@ -9,7 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
-	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/todolist"
 )
 
@@ -112,7 +112,7 @@ func notYet(slot, due, now time.Time) error { return &earlySlot{slot: slot, due:
 
 func (e *earlySlot) Error() string {
 	return fmt.Sprintf("slot %s is due at %s, not yet by the scheduler's clock (%s): kept for the next tick",
-		tick.FormatTime(e.slot), tick.FormatTime(e.due), tick.FormatTime(e.now))
+		timefmt.Format(e.slot), timefmt.Format(e.due), timefmt.Format(e.now))
 }
 
 // Conflict makes the to-do list take the item again at the next tick,
@@ -173,7 +173,7 @@ func (s *Scheduler) fireEach(ctx context.Context, tx *sqlx.Tx, items []todolist.
 }
 
 func slotFailed(item todolist.Item, err error) error {
-	return fmt.Errorf("schedule %q: fire the slot due %s: %w", item.ID, tick.FormatTime(item.Due), err)
+	return fmt.Errorf("schedule %q: fire the slot due %s: %w", item.ID, timefmt.Format(item.Due), err)
 }
 
 // firing is one due item of a batch on its way through fireSet.

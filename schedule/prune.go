@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
-	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
 // pruneChunk is how many runs one transaction of PruneRuns deletes, so
@@ -37,13 +37,13 @@ func (s *Scheduler) PruneRuns(ctx context.Context, before time.Time) (int64, err
 // pruneRuns is PruneRuns, chunk runs a transaction.
 func (s *Scheduler) pruneRuns(ctx context.Context, before time.Time, chunk int) (int64, error) {
 	if before.After(s.clock.Now()) {
-		return 0, fmt.Errorf("schedule: prune runs: %s is in the future", tick.FormatTime(before))
+		return 0, fmt.Errorf("schedule: prune runs: %s is in the future", timefmt.Format(before))
 	}
 	var pruned int64
 	for {
 		n, err := s.driver.pruneRuns(ctx, s.db, sqldb.EncodeTime(before), chunk)
 		if err != nil {
-			return pruned, fmt.Errorf("schedule: prune runs before %s: %w", tick.FormatTime(before), err)
+			return pruned, fmt.Errorf("schedule: prune runs before %s: %w", timefmt.Format(before), err)
 		}
 		pruned += n
 		if n < int64(chunk) {

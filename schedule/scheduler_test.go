@@ -14,6 +14,7 @@ import (
 
 	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
 	"github.com/passage-of-time/passage/todolist"
@@ -99,10 +100,10 @@ func equalInstants(t *testing.T, want, got []time.Time, msg string) {
 	t.Helper()
 	w, g := make([]string, len(want)), make([]string, len(got))
 	for i := range want {
-		w[i] = tick.FormatTime(want[i].UTC())
+		w[i] = timefmt.Format(want[i].UTC())
 	}
 	for i := range got {
-		g[i] = tick.FormatTime(got[i].UTC())
+		g[i] = timefmt.Format(got[i].UTC())
 	}
 	require.Equal(t, w, g, msg)
 }
