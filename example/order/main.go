@@ -8,10 +8,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 
+	"github.com/passage-of-time/passage/example/internal/demodb"
 	"github.com/passage-of-time/passage/example/order/ordering"
-	"github.com/passage-of-time/passage/internal/sqldb"
 )
 
 func main() {
@@ -38,19 +37,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	if *orders < 1 || *orders > ordering.DemoMaxOrders {
 		return fmt.Errorf("-orders %d: must be between 1 and %d", *orders, ordering.DemoMaxOrders)
 	}
-	if *dsn == "" {
-		dir, err := os.MkdirTemp("", "passage-order-demo")
-		if err != nil {
-			return fmt.Errorf("create a temporary directory for the database: %w", err)
-		}
-		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-		*dsn = filepath.Join(dir, "orders.db")
-	}
-	db, err := sqldb.Open(ctx, *dsn)
+	db, closeDB, err := demodb.Open(ctx, *dsn, "orders.db")
 	if err != nil {
-		return fmt.Errorf("open the database: %w", err)
+		return err
 	}
-	defer func() { err = errors.Join(err, db.Close()) }()
+	defer func() { err = errors.Join(err, closeDB()) }()
 	cfg := ordering.DemoConfig{Orders: *orders, PaidShare: *paid, Seed: *seed}
 	if *paid == 0 {
 		cfg.PaidShare = ordering.NoneWillPay

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -17,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/passage-of-time/passage/bus"
+	"github.com/passage-of-time/passage/example/internal/demodb"
 	"github.com/passage-of-time/passage/example/order/ordering"
-	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/natsjs"
 )
 
@@ -82,19 +80,11 @@ func Run(ctx context.Context, args []string, w io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	if *dsn == "" {
-		dir, err := os.MkdirTemp("", "passage-ordersvc")
-		if err != nil {
-			return fmt.Errorf("create a temporary directory for the database: %w", err)
-		}
-		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-		*dsn = filepath.Join(dir, "orders.db")
-	}
-	db, err := sqldb.Open(ctx, *dsn)
+	db, closeDB, err := demodb.Open(ctx, *dsn, "orders.db")
 	if err != nil {
-		return fmt.Errorf("open the database: %w", err)
+		return err
 	}
-	defer func() { err = errors.Join(err, db.Close()) }()
+	defer func() { err = errors.Join(err, closeDB()) }()
 	sys, err := ordering.Open(ctx, db.DB, ordering.Config{Clock: clock})
 	if err != nil {
 		return err

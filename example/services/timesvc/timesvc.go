@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -15,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/example/internal/demodb"
 	"github.com/passage-of-time/passage/natsjs"
 	"github.com/passage-of-time/passage/outbox"
 	"github.com/passage-of-time/passage/schedule"
@@ -91,19 +89,11 @@ func Run(ctx context.Context, args []string, w io.Writer) (err error) {
 		return err
 	}
 
-	if *dsn == "" {
-		dir, err := os.MkdirTemp("", "passage-timesvc")
-		if err != nil {
-			return fmt.Errorf("create a temporary directory for the database: %w", err)
-		}
-		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-		*dsn = filepath.Join(dir, "time.db")
-	}
-	db, err := sqldb.Open(ctx, *dsn)
+	db, closeDB, err := demodb.Open(ctx, *dsn, "time.db")
 	if err != nil {
-		return fmt.Errorf("open the database: %w", err)
+		return err
 	}
-	defer func() { err = errors.Join(err, db.Close()) }()
+	defer func() { err = errors.Join(err, closeDB()) }()
 	store, err := tick.NewSQLStore(ctx, db.DB)
 	if err != nil {
 		return err
