@@ -187,6 +187,19 @@ func TestBrowserTheSummaryPointsAtTrouble(t *testing.T) {
 		}
 	}
 
+	// A ticker beside the dashboard that fails to publish.
+	counts := func(failures int64) dashboard.Option {
+		return dashboard.WithTickerCounts(func() map[tick.Unit]dashboard.TickerCounts {
+			return map[tick.Unit]dashboard.TickerCounts{tick.Minute: {Emitted: 10, PublishFailures: failures}, tick.Hour: {Emitted: 1}}
+		})
+	}
+	failing := serveWith(t, f.db, troubleAt, counts(3))
+	links, _ := readSummary(t, ctx, failing.URL+"/")
+	require.Contains(t, links, summaryLink{ID: "trouble-ticker-failing", Text: "1 ticker unit failing to publish", Class: "trouble-red", Href: "/#units"})
+	row, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#units tr.trouble-red")))
+	require.NoError(t, err)
+	require.Contains(t, row, "minute")
+
 	healthy := newHealthyFixture(t)
 	require.Zero(t, overdueAt(t, healthy.db, start))
 	hs := healthy.serveAt(t, start)
@@ -195,6 +208,9 @@ func TestBrowserTheSummaryPointsAtTrouble(t *testing.T) {
 		require.Empty(t, links, page)
 		require.True(t, clear, page)
 	}
+	links, clear := readSummary(t, ctx, serveWith(t, healthy.db, start, counts(0)).URL+"/")
+	require.Empty(t, links, "a ticker that publishes is no trouble")
+	require.True(t, clear)
 	shoot(t, ctx, "summary-healthy")
 }
 
@@ -237,4 +253,16 @@ func envInt(name string) int {
 		_, _ = fmt.Sscan(s, &n)
 	}
 	return n
+}
+
+// serveWith serves a read-only dashboard of db at the instant now with
+// opts.
+func serveWith(t *testing.T, db *sqldb.DB, now time.Time, opts ...dashboard.Option) *httptest.Server {
+	t.Helper()
+	d, err := dashboard.New(db.DB, append([]dashboard.Option{dashboard.WithClock(clockwork.NewFakeClockAt(now)), dashboard.WithRefresh(0),
+		dashboard.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)...)
+	require.NoError(t, err)
+	srv := httptest.NewServer(d)
+	t.Cleanup(srv.Close)
+	return srv
 }
