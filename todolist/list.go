@@ -56,6 +56,79 @@ func WithListClock(c clockwork.Clock) ListOption {
 	}
 }
 
+// WithMeterProvider sets the OpenTelemetry meter provider the list and
+// its processors record their metrics with (default: the global one,
+// otel.GetMeterProvider(), read when the list is opened — a global
+// provider installed later is used as well, as the API's global
+// delegates). Every instrument has one attribute, "list", the list's
+// name:
+//
+//   - passage.todolist.items.added (counter, {item}): the items of Add,
+//     AddTx, AddMany and AddManyTx calls that succeeded (an ID given
+//     twice to one AddMany counts once), whether or not a call changed
+//     the item (an Add is idempotent); a Tx form counts when its
+//     statement succeeds, before the caller's transaction commits;
+//   - passage.todolist.items.completed (counter, {item}): actions that
+//     returned nil, as [Observer].Done is told ([Result].Done);
+//   - passage.todolist.items.failed (counter, {item}): failed attempts
+//     recorded, the one that parks an item included ([Result].Failed
+//     plus [Result].Parked); version conflicts are not failures;
+//   - passage.todolist.items.parked (counter, {item}): items parked, once
+//     each time one is;
+//   - passage.todolist.action.lateness (histogram, s): from an item's due
+//     time to the start of its action (of its batch's action, for a
+//     batch), each time one starts; a retried item is late by its
+//     backoff as well;
+//   - passage.todolist.backlog (gauge, {item}): the list's pending items
+//     (not parked, due or not, as [Stats].Pending), read from the
+//     database when the metrics are collected, never while items are
+//     worked: one query on the index of unparked items for every list
+//     opened on the database with the provider (a list opened again
+//     adds nothing).
+//
+// The counters count what this process did; the totals of every process
+// are kept in the database ([Stats]). With the API's no-op provider, or
+// the global one while no SDK is installed, recording costs no
+// allocation.
+func WithMeterProvider(mp metric.MeterProvider) ListOption {
+	return func(l *List) error {
+		if mp == nil {
+			return invalid("WithMeterProvider", "the meter provider must not be nil")
+		}
+		l.meters = mp
+		return nil
+	}
+}
+
+// WithTracerProvider sets the OpenTelemetry tracer provider the list's
+// processors trace their actions with (default: the global one,
+// otel.GetTracerProvider(), read when the list is opened; an SDK
+// installed as the global provider later is used as well).
+//
+// Each [Action] runs in a span of its own, "todolist.action <list>", and
+// each call of a [BatchAction] or [TxBatchAction] in a span
+// "todolist.batch <list>": a new trace, linked to the span of the ctx
+// the processor was given — the tick's that caused the pass, when the
+// bus handler carries one. The span starts when the action does and
+// holds the list's name, the item's ID, due time, lateness (seconds from
+// the due time to the start) and failed attempts so far (for a batch:
+// its size, and the due time and lateness of its earliest item); a
+// failure sets its status to Error and records the error (for a batch,
+// each failed item's, with its ID), a version conflict is marked as one.
+// The action's ctx carries the span, so what it traces is its child.
+//
+// With the API's no-op provider, or the global one while no SDK is
+// installed, no span is started, and actions cost no allocation more.
+func WithTracerProvider(tp trace.TracerProvider) ListOption {
+	return func(l *List) error {
+		if tp == nil {
+			return invalid("WithTracerProvider", "the tracer provider must not be nil")
+		}
+		l.tracers = tp
+		return nil
+	}
+}
+
 // Open returns the list called name in db, creating the shared table on
 // first use (component "todolist" of the database's migrations).
 //
@@ -87,7 +160,7 @@ func Open(ctx context.Context, db *sqlx.DB, name string, opts ...ListOption) (*L
 	if l.meters == nil {
 		l.meters = otel.GetMeterProvider()
 	}
-	l.ins = newInstruments(l.meters, l)
+	l.ins = newInstruments(l.meters, l.db, l.name)
 	if l.tracers == nil {
 		l.tracers = otel.GetTracerProvider()
 	}

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/jmoiron/sqlx"
 	ptel "github.com/passage-of-time/passage/internal/telemetry"
 )
 
@@ -32,50 +33,6 @@ const (
 // ticker's /metrics has always named lists by.
 const listAttribute = "list"
 
-// WithMeterProvider sets the OpenTelemetry meter provider the list and
-// its processors record their metrics with (default: the global one,
-// otel.GetMeterProvider(), read when the list is opened — a global
-// provider installed later is used as well, as the API's global
-// delegates). Every instrument has one attribute, "list", the list's
-// name:
-//
-//   - passage.todolist.items.added (counter, {item}): the items of Add,
-//     AddTx, AddMany and AddManyTx calls that succeeded (an ID given
-//     twice to one AddMany counts once), whether or not a call changed
-//     the item (an Add is idempotent); a Tx form counts when its
-//     statement succeeds, before the caller's transaction commits;
-//   - passage.todolist.items.completed (counter, {item}): actions that
-//     returned nil, as [Observer].Done is told ([Result].Done);
-//   - passage.todolist.items.failed (counter, {item}): failed attempts
-//     recorded, the one that parks an item included ([Result].Failed
-//     plus [Result].Parked); version conflicts are not failures;
-//   - passage.todolist.items.parked (counter, {item}): items parked, once
-//     each time one is;
-//   - passage.todolist.action.lateness (histogram, s): from an item's due
-//     time to the start of its action (of its batch's action, for a
-//     batch), each time one starts; a retried item is late by its
-//     backoff as well;
-//   - passage.todolist.backlog (gauge, {item}): the list's pending items
-//     (not parked, due or not, as [Stats].Pending), read from the
-//     database when the metrics are collected, never while items are
-//     worked: one query on the index of unparked items for every list
-//     opened on the database with the provider (a list opened again
-//     adds nothing).
-//
-// The counters count what this process did; the totals of every process
-// are kept in the database ([Stats]). With the API's no-op provider, or
-// the global one while no SDK is installed, recording costs no
-// allocation.
-func WithMeterProvider(mp metric.MeterProvider) ListOption {
-	return func(l *List) error {
-		if mp == nil {
-			return invalid("WithMeterProvider", "the meter provider must not be nil")
-		}
-		l.meters = mp
-		return nil
-	}
-}
-
 // instruments are a list's metric instruments, with the list's attribute
 // set made once into the options each measurement takes, so that
 // recording allocates nothing.
@@ -87,12 +44,13 @@ type instruments struct {
 	observe                          []metric.ObserveOption
 }
 
-// newInstruments makes the instruments of list l with mp. An instrument
-// the provider refuses is reported to the global error handler and
-// replaced by a no-op one: telemetry never keeps a list from opening.
-func newInstruments(mp metric.MeterProvider, l *List) instruments {
+// newInstruments makes the instruments of the list named list, on db, with
+// mp. An instrument the provider refuses is reported to the global error
+// handler and replaced by a no-op one: telemetry never keeps a list from
+// opening.
+func newInstruments(mp metric.MeterProvider, db *sqlx.DB, list string) instruments {
 	in := ptel.NewInstruments(mp, scope)
-	set := ptel.NewAttributes(attribute.String(listAttribute, l.name))
+	set := ptel.NewAttributes(attribute.String(listAttribute, list))
 	ins := instruments{
 		added:     in.Counter(metricAdded, "{item}", "Items added to a to-do list by this process."),
 		completed: in.Counter(metricCompleted, "{item}", "To-do items whose action returned nil, in this process."),
@@ -108,11 +66,11 @@ func newInstruments(mp metric.MeterProvider, l *List) instruments {
 	backlog, err := meter.Int64ObservableGauge(metricBacklog, metric.WithUnit("{item}"),
 		metric.WithDescription("Pending to-do items (not parked, due or not), read from the database at each collection."))
 	if err == nil && backlog != nil {
-		err = watchBacklog(meter, backlog, l.db, l.name, ins.observe)
+		err = watchBacklog(meter, backlog, db, list, ins.observe)
 	}
 	in.Fail(metricBacklog, err)
 	if err := in.Err(); err != nil {
-		otel.Handle(fmt.Errorf("todolist: metrics of %q: %w", l.name, err))
+		otel.Handle(fmt.Errorf("todolist: metrics of %q: %w", list, err))
 	}
 	return ins
 }

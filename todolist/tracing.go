@@ -27,35 +27,6 @@ const (
 	attrConflicts = "passage.todolist.batch.conflicts"
 )
 
-// WithTracerProvider sets the OpenTelemetry tracer provider the list's
-// processors trace their actions with (default: the global one,
-// otel.GetTracerProvider(), read when the list is opened; an SDK
-// installed as the global provider later is used as well).
-//
-// Each [Action] runs in a span of its own, "todolist.action <list>", and
-// each call of a [BatchAction] or [TxBatchAction] in a span
-// "todolist.batch <list>": a new trace, linked to the span of the ctx
-// the processor was given — the tick's that caused the pass, when the
-// bus handler carries one. The span starts when the action does and
-// holds the list's name, the item's ID, due time, lateness (seconds from
-// the due time to the start) and failed attempts so far (for a batch:
-// its size, and the due time and lateness of its earliest item); a
-// failure sets its status to Error and records the error (for a batch,
-// each failed item's, with its ID), a version conflict is marked as one.
-// The action's ctx carries the span, so what it traces is its child.
-//
-// With the API's no-op provider, or the global one while no SDK is
-// installed, no span is started, and actions cost no allocation more.
-func WithTracerProvider(tp trace.TracerProvider) ListOption {
-	return func(l *List) error {
-		if tp == nil {
-			return invalid("WithTracerProvider", "the tracer provider must not be nil")
-		}
-		l.tracers = tp
-		return nil
-	}
-}
-
 // tracing starts the spans of a list's actions, none without an SDK
 // (internal/telemetry tells).
 type tracing struct {
