@@ -21,9 +21,10 @@
 //	                    the leader's holder and term; ticks emitted and skipped (when a
 //	                    ticker runs in this process, see WithTickerCounts); lag over time
 //	/lists              to-do lists: pending, due now, oldest overdue, lag, failing, parked,
-//	                    totals; ?q= (a part of the name), ?only=behind|failing|parked,
-//	                    ?sort=name|oldest|pending|failing|parked (the lists are few: read
-//	                    whole in two statements, then filtered and sorted)
+//	                    totals; 50 a page (?page=n), filtered and sorted on the server
+//	                    (?q= a part of the name, ?only=behind|failing|parked,
+//	                    ?sort=name|oldest|pending|failing|parked) in one statement
+//	                    (todolist.ReadListPage)
 //	/lists/{name}       one list: its counts, a chart of items due in the next 24 hours,
 //	                    its items 50 a page (?after=cursor), ?parked=1 for parked items
 //	                    with their last error, and re-activate; a chart of its due items

@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -233,114 +232,6 @@ func (d *Dashboard) tickersPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // --- to-do lists
-
-// listRow is a list on the lists page: its counts, its items failing,
-// and how bad it stands.
-type listRow struct {
-	ListStatus
-	Failing int
-	// Level is the worst of: parked items (red), its oldest due item's
-	// wait (trouble.go), items failing (amber).
-	Level string
-}
-
-type listsData struct {
-	Rows []listRow
-	// Query, Only and Sort are the request's ?q=, ?only= and ?sort=;
-	// All counts the lists before them.
-	Query, Only, Sort string
-	All               int
-}
-
-// listOrders are the lists page's ?sort= values; each ends with the name.
-var listOrders = map[string]func(a, b listRow) int{
-	"":     func(a, b listRow) int { return strings.Compare(a.Name, b.Name) },
-	"name": func(a, b listRow) int { return strings.Compare(a.Name, b.Name) },
-	"pending": func(a, b listRow) int {
-		return cmp.Or(cmp.Compare(b.Pending, a.Pending), strings.Compare(a.Name, b.Name))
-	},
-	"parked": func(a, b listRow) int {
-		return cmp.Or(cmp.Compare(b.Parked, a.Parked), strings.Compare(a.Name, b.Name))
-	},
-	"failing": func(a, b listRow) int {
-		return cmp.Or(cmp.Compare(b.Failing, a.Failing), strings.Compare(a.Name, b.Name))
-	},
-	// Oldest due first; lists with nothing due last.
-	"oldest": func(a, b listRow) int {
-		return cmp.Or(cmp.Compare(boolRank(a.OldestDue == nil), boolRank(b.OldestDue == nil)), oldestOf(a).Compare(oldestOf(b)), strings.Compare(a.Name, b.Name))
-	},
-}
-
-func boolRank(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func oldestOf(l listRow) time.Time {
-	if l.OldestDue == nil {
-		return time.Time{}
-	}
-	return l.OldestDue.Time
-}
-
-// listFilters are the lists page's ?only= values, each keeping the rows
-// of one kind of trouble.
-var listFilters = map[string]func(listRow, time.Time) bool{
-	"":        func(listRow, time.Time) bool { return true },
-	"parked":  func(l listRow, _ time.Time) bool { return l.Parked > 0 },
-	"failing": func(l listRow, _ time.Time) bool { return l.Failing > 0 },
-	"behind": func(l listRow, now time.Time) bool {
-		return l.OldestDue != nil && lateness(now.Sub(l.OldestDue.Time), listGrace, listRed) != ""
-	},
-}
-
-// listsPage shows the lists ?q= (a part of the name) and ?only=
-// (parked, failing, behind) keep: the lists are few, so they are read
-// whole (ReadStatus, ReadFailing) and filtered here.
-func (d *Dashboard) listsPage(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	data := listsData{Rows: []listRow{}, Query: q.Get("q"), Only: q.Get("only"), Sort: q.Get("sort")}
-	keep, ok := listFilters[data.Only]
-	if !ok {
-		d.fail(w, r, http.StatusBadRequest, fmt.Errorf("?only=%s: want parked, failing or behind", data.Only))
-		return
-	}
-	order, ok := listOrders[data.Sort]
-	if !ok {
-		d.fail(w, r, http.StatusBadRequest, fmt.Errorf("?sort=%s: want name, pending, parked, failing or oldest", data.Sort))
-		return
-	}
-	st, err := ReadStatus(r.Context(), d.db, d.clock.Now(), d.loc)
-	if err != nil {
-		d.fail(w, r, http.StatusInternalServerError, err)
-		return
-	}
-	failing, err := todolist.ReadFailing(r.Context(), d.db)
-	if err != nil {
-		d.fail(w, r, http.StatusInternalServerError, err)
-		return
-	}
-	data.All = len(st.Lists)
-	for _, l := range st.Lists {
-		row := listRow{ListStatus: l, Failing: failing[l.Name]}
-		if row.Failing > 0 {
-			row.Level = amber
-		}
-		if l.OldestDue != nil {
-			row.Level = worse(row.Level, lateness(st.Now.Sub(l.OldestDue.Time), listGrace, listRed))
-		}
-		if l.Parked > 0 {
-			row.Level = red
-		}
-		if keep(row, st.Now.Time) && strings.Contains(strings.ToLower(l.Name), strings.ToLower(data.Query)) {
-			data.Rows = append(data.Rows, row)
-		}
-	}
-	slices.SortFunc(data.Rows, order)
-	d.renderStatus(w, r, "lists", "To-do lists", data, &st)
-}
 
 // listView is one list's page and its API answer.
 type listView struct {
@@ -617,8 +508,14 @@ func (d *Dashboard) scheduleView(s schedule.PageRow, now time.Time) scheduleView
 
 // link is the path of page n with this page's query, filter and order.
 func (v schedulesView) link(n int) string {
+	return pageLink("/schedules", n, map[string]string{"q": v.Query, "only": v.Only, "sort": v.Sort})
+}
+
+// pageLink is the path of page n of a paged page: path with the
+// parameters that are not empty and ?page= from the second page on.
+func pageLink(path string, n int, params map[string]string) string {
 	q := url.Values{}
-	for k, val := range map[string]string{"q": v.Query, "only": v.Only, "sort": v.Sort} {
+	for k, val := range params {
 		if val != "" {
 			q.Set(k, val)
 		}
@@ -627,9 +524,9 @@ func (v schedulesView) link(n int) string {
 		q.Set("page", strconv.Itoa(n))
 	}
 	if len(q) == 0 {
-		return "/schedules"
+		return path
 	}
-	return "/schedules?" + q.Encode()
+	return path + "?" + q.Encode()
 }
 
 func runViews(runs []schedule.RunRecord, loc *time.Location) []runView {

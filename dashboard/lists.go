@@ -1,0 +1,104 @@
+package dashboard
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/passage-of-time/passage/todolist"
+)
+
+// listRow is a list on the lists page: its counts, its items failing,
+// and how bad it stands.
+type listRow struct {
+	ListStatus
+	Failing int
+	// Level is the worst of: parked items (red), its oldest due item's
+	// wait (trouble.go), items failing (amber).
+	Level string
+}
+
+type listsData struct {
+	Rows []listRow
+	// Query, Only and Sort are the request's ?q=, ?only= and ?sort=;
+	// All counts the lists before them.
+	Query, Only, Sort string
+	All               int
+	// Total counts the lists ?q= and ?only= keep; Page is this page's
+	// number from 1, Pages how many there are; Prev and Next link the
+	// pages before and after ("" at either end).
+	Total, Page, Pages int
+	Prev, Next         string
+}
+
+// listsPageSize is how many lists a page shows.
+const listsPageSize = 50
+
+// listsPage shows the page ?page= of the lists ?q= (a part of the name)
+// and ?only= (parked, failing, behind) keep, in the order ?sort= (name,
+// pending, parked, failing, oldest): one statement
+// (todolist.ReadListPage), however many lists there are, beside the
+// summary's status.
+func (d *Dashboard) listsPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	data := listsData{Rows: []listRow{}, Query: q.Get("q"), Only: q.Get("only"), Sort: q.Get("sort"), Page: 1}
+	if s := q.Get("page"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > math.MaxInt32/listsPageSize {
+			d.fail(w, r, http.StatusBadRequest, fmt.Errorf("?page=%s: want a page number from 1", s))
+			return
+		}
+		data.Page = n
+	}
+	only := todolist.ListFilter(data.Only)
+	if !slices.Contains([]todolist.ListFilter{todolist.AllLists, todolist.WithParked, todolist.WithFailing, todolist.Behind}, only) {
+		d.fail(w, r, http.StatusBadRequest, fmt.Errorf("?only=%s: want parked, failing or behind", data.Only))
+		return
+	}
+	sort := todolist.ListSort(data.Sort)
+	if !slices.Contains([]todolist.ListSort{"", todolist.ListsByName, todolist.ByPending, todolist.ByParked, todolist.ByFailing, todolist.ByOldestDue}, sort) {
+		d.fail(w, r, http.StatusBadRequest, fmt.Errorf("?sort=%s: want name, pending, parked, failing or oldest", data.Sort))
+		return
+	}
+	st, err := ReadStatus(r.Context(), d.db, d.clock.Now(), d.loc)
+	if err != nil {
+		d.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	// The page is read at the status's instant, so that its counts
+	// and the summary's agree.
+	page, err := todolist.ReadListPage(r.Context(), d.db, todolist.ListPageQuery{Match: data.Query, Filter: only, Sort: sort,
+		Offset: (data.Page - 1) * listsPageSize, Limit: listsPageSize, Now: st.Now.Time, Grace: listGrace})
+	if err != nil {
+		d.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	data.All = len(st.Lists)
+	for _, l := range page.Rows {
+		row := listRow{ListStatus: listStatus(l.ListStats, st.Now.Time, d.loc), Failing: l.Failing}
+		if row.Failing > 0 {
+			row.Level = amber
+		}
+		if row.OldestDue != nil {
+			row.Level = worse(row.Level, lateness(st.Now.Sub(row.OldestDue.Time), listGrace, listRed))
+		}
+		if row.Parked > 0 {
+			row.Level = red
+		}
+		data.Rows = append(data.Rows, row)
+	}
+	data.Total = page.Total
+	data.Pages = max(1, (data.Total+listsPageSize-1)/listsPageSize)
+	link := func(n int) string {
+		return pageLink("/lists", n, map[string]string{"q": data.Query, "only": data.Only, "sort": data.Sort})
+	}
+	if data.Page > 1 {
+		data.Prev = link(data.Page - 1)
+	}
+	if data.Page < data.Pages {
+		data.Next = link(data.Page + 1)
+	}
+	d.renderStatus(w, r, "lists", "To-do lists", data, &st)
+}
