@@ -3,36 +3,80 @@ package orchestration
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 )
 
+// PageSort orders a [PageQuery]'s instances; each order ends with the
+// ID, so pages never overlap.
+type PageSort string
+
+const (
+	// ByID orders by ID (byte order), the default: the only order that
+	// pages by keyset (After).
+	ByID PageSort = "id"
+	// ByState orders by state, the worst first: stuck, failed, running,
+	// cancelled, completed.
+	ByState PageSort = "state"
+	// ByStarted orders by when the first event was recorded, newest
+	// first.
+	ByStarted PageSort = "started"
+	// ByUpdated orders by when the latest event was recorded, newest
+	// first.
+	ByUpdated PageSort = "updated"
+)
+
+// stateRanks are the states in ByState's order: a running instance has
+// no terminal event, so its rank is the CASE's ELSE.
+var stateRanks = []State{Stuck, Failed, Running, Cancelled, Completed}
+
 // PageQuery selects a page of instances for [ReadPage]: those whose ID
-// starts with Prefix, in State, after the ID After, by ID.
+// starts with Prefix, in State, in the order Sort, after the ID After
+// (by ID) or past Offset of them (in any order).
 type PageQuery struct {
 	// Prefix keeps the instances whose ID starts with it ("" keeps all).
 	Prefix string
 	// State keeps the instances in that state ("" keeps all).
 	State State
-	// After is the ID the page starts after ("" from the first).
+	// Sort orders them (ByID when "").
+	Sort PageSort
+	// After is the ID the page starts after ("" from the first); only
+	// with ByID.
 	After string
+	// Offset skips that many, in any order.
+	Offset int
 	// Limit is the most instances returned, 1 to MaxInstancesRead.
 	Limit int
 }
 
-// ReadPage returns the page of instances q selects, by ID, and whether
-// more follow, in one statement whatever the number of instances: the
-// page's streams are picked by their first event (the prefix and the
-// keyset on the (stream, version) index) and their state by the latest
-// of their terminal events, as CountInstances counts them; then their
-// histories are read whole and folded. [ReadInstances] reads every
+// ReadPage returns the page of instances q selects, in its order, and
+// whether more follow, in one statement whatever the number of
+// instances: the page's streams are picked by their first event (the
+// prefix and the keyset on the (stream, version) index), their state by
+// the latest of their terminal events, as CountInstances counts them,
+// and their sort key (a subquery for the state and the latest event);
+// then their histories are read whole and folded. Orders other than
+// ByID sort every instance the filter keeps, and page by offset. [ReadInstances] reads every
 // stream in turn and keeps those in the state asked for, which for a
 // rare state reads every instance to fill a page.
 func ReadPage(ctx context.Context, q sqlx.ExtContext, query PageQuery) ([]Status, bool, error) {
-	if query.Limit <= 0 || query.Limit > MaxInstancesRead {
+	sort := query.Sort
+	if sort == "" {
+		sort = ByID
+	}
+	switch {
+	case query.Limit <= 0 || query.Limit > MaxInstancesRead:
 		return nil, false, fmt.Errorf("orchestration: read page: limit %d must be 1 to %d", query.Limit, MaxInstancesRead)
+	case query.Offset < 0:
+		return nil, false, fmt.Errorf("orchestration: read page: offset %d must not be negative", query.Offset)
+	case !slices.Contains([]PageSort{ByID, ByState, ByStarted, ByUpdated}, sort):
+		return nil, false, fmt.Errorf("orchestration: read page: no sort %q: want id, state, started or updated", query.Sort)
+	case query.After != "" && sort != ByID:
+		return nil, false, fmt.Errorf("orchestration: read page: after %q pages by ID, not by %s: use an offset", query.After, sort)
 	}
 	var terminal []string
 	for typ := range terminalTypes {
@@ -70,11 +114,36 @@ func ReadPage(ctx context.Context, q sqlx.ExtContext, query PageQuery) ([]Status
 		where = append(where, latest+" = ?")
 		stateArgs = append(append(stateArgs, stringArgs(terminal)...), stateType)
 	}
+	// The page's sort key, k, picked with each stream; ByID needs none
+	// (0), so that its page walks the index.
+	key, keyArgs, desc := `0`, []any(nil), ""
+	switch sort {
+	case ByState:
+		key = `CASE ` + latest
+		keyArgs = stringArgs(terminal)
+		for rank, st := range stateRanks {
+			for typ, ts := range terminalTypes {
+				if ts == st {
+					key += ` WHEN ? THEN ` + strconv.Itoa(rank)
+					keyArgs = append(keyArgs, typ)
+				}
+			}
+		}
+		key += ` ELSE ` + strconv.Itoa(slices.Index(stateRanks, Running)) + ` END`
+	case ByStarted:
+		key, desc = `s.recorded_at`, " DESC"
+	case ByUpdated:
+		key, desc = `(SELECT u.recorded_at FROM `+eventsTable+` u WHERE u.stream = s.stream ORDER BY u.version DESC LIMIT 1)`, " DESC"
+	}
+	inner, outer := `k`+desc+`, s.stream`, `p.k`+desc+`, p.stream`
+	if sort == ByID {
+		inner, outer = `s.stream`, `p.stream`
+	}
 	// One row more than the page tells whether more follow.
-	pick := `SELECT s.stream FROM ` + eventsTable + ` s WHERE ` + strings.Join(where, " AND ") + ` ORDER BY s.stream LIMIT ?`
-	pickArgs := append(append(args, stateArgs...), query.Limit+1)
-	rows, err := q.QueryContext(ctx, q.Rebind(`SELECT e.stream, e.version, e.type, e.data, e.recorded_at FROM `+eventsTable+` e
-WHERE e.stream IN (`+pick+`) ORDER BY e.stream, e.version`), pickArgs...)
+	pick := `SELECT s.stream, ` + key + ` AS k FROM ` + eventsTable + ` s WHERE ` + strings.Join(where, " AND ") + ` ORDER BY ` + inner + ` LIMIT ? OFFSET ?`
+	pickArgs := append(append(append(keyArgs, args...), stateArgs...), query.Limit+1, query.Offset)
+	rows, err := q.QueryContext(ctx, q.Rebind(`SELECT e.stream, e.version, e.type, e.data, e.recorded_at FROM (`+pick+`) p
+JOIN `+eventsTable+` e ON e.stream = p.stream ORDER BY `+outer+`, e.version`), pickArgs...)
 	if err != nil {
 		return nil, false, wrapInspect("read page", err)
 	}
