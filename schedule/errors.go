@@ -1,9 +1,6 @@
 package schedule
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // ErrInvalidSpec is returned for a spec that cannot be built; the message
 // names the part that is wrong (a cron field, an RRULE property, an option
@@ -23,26 +20,11 @@ var ErrUnknownRun = errors.New("schedule: unknown run")
 // open runs. It is not a failure.
 var ErrStillRunning = errors.New("schedule: run still running")
 
-// The errors of Open and its options, each naming what was wrong. Those of
-// the options wrap ErrInvalidSpec too, as they always have.
+// The errors of Open, each naming what was wrong; those of its options
+// are with the options (options.go).
 var (
 	// ErrNilDB is returned by Open for a nil database.
 	ErrNilDB = errors.New("schedule: open: db must not be nil")
 	// ErrNilHandler is returned by Open for a nil Handler.
 	ErrNilHandler = errors.New("schedule: open: handler must not be nil")
-	// ErrWithClockNil is returned when the clock option is given nil.
-	ErrWithClockNil = fmt.Errorf("%w: WithClock: clock must not be nil", ErrInvalidSpec)
-	// ErrWithSkipsRecordedTxNil is returned when the option recording skip
-	// reports in the firing transaction is given nil.
-	ErrWithSkipsRecordedTxNil = fmt.Errorf("%w: WithSkipsRecordedTx: function must not be nil", ErrInvalidSpec)
-	// ErrWithLiveWindowOutOfRange is returned when the live window option is
-	// given a window that is not positive, or longer than the longest
-	// interval; the error names the value.
-	ErrWithLiveWindowOutOfRange = fmt.Errorf("%w: WithLiveWindow: the window must be positive and at most the longest interval", ErrInvalidSpec)
-	// ErrWithMeterProviderNil is returned when the meter provider option
-	// is given nil.
-	ErrWithMeterProviderNil = fmt.Errorf("%w: WithMeterProvider: meter provider must not be nil", ErrInvalidSpec)
-	// ErrWithTracerProviderNil is returned when the tracer provider option
-	// is given nil.
-	ErrWithTracerProviderNil = fmt.Errorf("%w: WithTracerProvider: tracer provider must not be nil", ErrInvalidSpec)
 )

@@ -28,61 +28,6 @@ const (
 // number of schedules (a run's or a slot's id never is one).
 const scheduleAttribute = "schedule"
 
-// WithMeterProvider sets the OpenTelemetry meter provider the scheduler
-// records its metrics with (default: the global one,
-// otel.GetMeterProvider(), read by Open — a global SDK installed later is
-// used as well, as the API's global delegates). Its to-do list of next
-// slots records the todolist's metrics with it too (list
-// "passage-schedules"). The instruments:
-//
-//   - passage.schedule.runs.fired (counter, {run}): runs this process
-//     fired and committed — the plan's, and those of Trigger and
-//     Backfill; a run whose transaction rolled back (its handler, or
-//     another slot of its batch, failed) is not counted, its retry is;
-//   - passage.schedule.runs.skipped (counter, {slot}): slots reported
-//     skipped (SlotsSkipped, the overlap policy's included) by firings
-//     this process committed, each slot once: a report of 4 slots counts
-//     4;
-//   - passage.schedule.run.lateness (histogram, s): from the instant a
-//     planned slot fell due — the slot plus its jitter offset, when the
-//     schedule has Jitter, so that jitter chosen on purpose is not read
-//     as lateness — to the start of its handler, for each run committed;
-//     a retried run is late by its backoffs as well. Trigger's and
-//     Backfill's runs are not planned, and not measured.
-//
-// Each has the attribute schedule=<name>, unless WithMetricsPerSchedule
-// (false). The counters count what this process did; a schedule's totals
-// over every process are in its row (Scheduler.List: Runs, Skipped).
-// With the API's no-op provider, or the global one while no SDK is
-// installed, recording costs no allocation.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(o *options) error {
-		if mp == nil {
-			return ErrWithMeterProviderNil
-		}
-		o.meters = mp
-		return nil
-	}
-}
-
-// WithMetricsPerSchedule says whether the metrics carry the schedule's
-// name (the default) or not: without it, every schedule's runs, skips and
-// lateness add up in one series per instrument.
-//
-// A name costs a series per counter and, for the lateness histogram, a
-// series per bucket and two more (sum, count): 23 series a schedule,
-// held by the SDK and by whatever stores them, for as long as the process
-// runs. A few hundred schedules are cheap; with tens of thousands
-// (100,000 schedules are 2.3 million series), turn it off, and find the
-// late or skipping schedule from its row (Scheduler.List, the dashboard)
-// once the totals say that one is.
-func WithMetricsPerSchedule(on bool) Option {
-	return func(o *options) error {
-		o.unnamedMetrics = !on
-		return nil
-	}
-}
-
 // instruments are a scheduler's metric instruments, and the options each
 // schedule's measurements take, made once per name and kept.
 type instruments struct {

@@ -24,37 +24,6 @@ const (
 	attrStillRunning = "passage.schedule.run.still_running"
 )
 
-// WithTracerProvider sets the OpenTelemetry tracer provider the scheduler
-// traces its runs with (default: the global one, otel.GetTracerProvider(),
-// read by Open; an SDK installed as the global provider later is used as
-// well). Its to-do list of next slots traces its batches with it too
-// ("todolist.batch passage-schedules").
-//
-// Each run's handler runs in a span of its own, "schedule.run <name>": a
-// new trace, linked to the span of the ctx the firing was given — the
-// to-do list's batch span that fired it, itself linked to the tick's
-// when the processor's ctx carries one (the tick's at once, should the
-// list not trace). The span starts and ends with the handler and
-// holds the schedule's name, the slot, the slot id, the run id and the
-// attempt (and, for Trigger's runs, manual); a handler error or panic
-// sets its status to Error and records the error, and ErrStillRunning is
-// marked as still_running, not as an error. The handler's ctx carries the
-// span, so what it traces is its child. A run whose transaction rolls
-// back after its handler returned (another slot of its batch failed) has
-// a span all the same, and a second one when it is fired again.
-//
-// With the API's no-op provider, or the global one while no SDK is
-// installed, no span is started, and a run costs no allocation more.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(o *options) error {
-		if tp == nil {
-			return ErrWithTracerProviderNil
-		}
-		o.tracers = tp
-		return nil
-	}
-}
-
 // tracing starts the spans of a scheduler's runs, none without an SDK
 // (internal/telemetry tells).
 type tracing struct{ ptel.Tracing }
