@@ -39,7 +39,8 @@
 //	/schedules/{name}   one schedule: the same, its last 100 runs and a chart of how late
 //	                    each fired (fired_at − slot, manual runs left out)
 //	/workflows          instances by state (?state=running…) and the start of their ID
-//	                    (?q=), 50 a page (?after=id), one statement a page
+//	                    (?q=), sorted by ?sort=id|state|started|updated, 50 a page
+//	                    (?after=id by ID, ?page=n in any order), one statement a page
 //	                    (orchestration.ReadPage)
 //	/workflows/{id}     one instance's history as a timeline; signal and cancel
 //

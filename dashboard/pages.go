@@ -570,66 +570,6 @@ func (d *Dashboard) instance(s orchestration.Status) instanceView {
 	return v
 }
 
-type workflowsView struct {
-	Counts map[orchestration.State]int `json:"counts"`
-	State  string                      `json:"state"`
-	// Query is the request's ?q=: the start of the instances' IDs.
-	Query     string         `json:"q"`
-	Instances []instanceView `json:"instances"`
-	// Next is the ?after= of the following page, "" on the last.
-	Next string `json:"next"`
-}
-
-var states = []orchestration.State{orchestration.Running, orchestration.Completed, orchestration.Failed, orchestration.Cancelled, orchestration.Stuck}
-
-func (d *Dashboard) readWorkflows(r *http.Request) (workflowsView, int, error) {
-	q := r.URL.Query()
-	state := orchestration.State(q.Get("state"))
-	if state != "" && !contains(states, state) {
-		return workflowsView{}, http.StatusBadRequest, fmt.Errorf("?state=%s: want running, completed, failed, cancelled or stuck", state)
-	}
-	counts, err := orchestration.CountInstances(r.Context(), d.db)
-	if err != nil {
-		return workflowsView{}, http.StatusInternalServerError, err
-	}
-	// One statement a page, whatever the state asked for.
-	list, more, err := orchestration.ReadPage(r.Context(), d.db, orchestration.PageQuery{Prefix: q.Get("q"), After: q.Get("after"), State: state, Limit: pageSize})
-	if err != nil {
-		return workflowsView{}, http.StatusInternalServerError, err
-	}
-	v := workflowsView{Counts: counts, State: string(state), Query: q.Get("q"), Instances: []instanceView{}}
-	for _, s := range list {
-		v.Instances = append(v.Instances, d.instance(s))
-	}
-	if more && len(list) > 0 {
-		v.Next = list[len(list)-1].Instance
-	}
-	return v, 0, nil
-}
-
-func contains[T comparable](s []T, v T) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-type workflowsData struct {
-	workflowsView
-	States []orchestration.State
-}
-
-func (d *Dashboard) workflowsPage(w http.ResponseWriter, r *http.Request) {
-	v, code, err := d.readWorkflows(r)
-	if err != nil {
-		d.fail(w, r, code, err)
-		return
-	}
-	d.render(w, r, "workflows", "Workflows", workflowsData{workflowsView: v, States: states})
-}
-
 type eventView struct {
 	Version    int64           `json:"version"`
 	Type       string          `json:"type"`
