@@ -78,6 +78,24 @@ func (s *Scheduler) fireBatch(ctx context.Context, tx *sqlx.Tx, items []todolist
 	return outcomes, nil
 }
 
+// measureBatch records the metrics of a batch of firings, fs — the runs
+// they recorded, and the reports — once the batch's transaction commits.
+// It gathers nothing while no instrument records.
+func (s *Scheduler) measureBatch(ctx context.Context, fs []firing, reports []SlotsSkipped) {
+	if !s.ins.on(ctx) {
+		return
+	}
+	var runs []measured
+	for i := range fs {
+		if f := &fs[i]; f.fired == 1 {
+			runs = append(runs, measured{schedule: f.st.Name, late: f.start.Sub(f.d.due(f.run.Slot)).Seconds()})
+		}
+	}
+	if len(runs) > 0 || len(reports) > 0 {
+		s.ins.batch(ctx, runs, reports)
+	}
+}
+
 // publish sends the batch's reports once its transaction has committed.
 func (s *Scheduler) publish(ctx context.Context, reports []SlotsSkipped) {
 	if s.publisher == nil {
@@ -92,32 +110,6 @@ func (s *Scheduler) publish(ctx context.Context, reports []SlotsSkipped) {
 		}
 	}
 }
-
-// earlySlot is the outcome of an item taken before its slot's time had
-// come by the scheduler's clock (plan.early). It is a conflict to the
-// to-do list: the item is taken again at the next tick, its due time,
-// attempts and schedule untouched, and the slot fires once its time has
-// come. Moving the schedule on instead, as when every slot so far was
-// skipped, would pass over the slot: neither fired nor counted skipped,
-// the silent loss of issue 25 (a processor's clock 3 s ahead of the
-// scheduler's lost 9 of 143 jittered slots a day). Nor is the item
-// re-added at its due time: it would be due at once, and a full batch
-// would take it again in the same tick, and again, while the clock
-// stands.
-type earlySlot struct {
-	slot, due, now time.Time
-}
-
-func notYet(slot, due, now time.Time) error { return &earlySlot{slot: slot, due: due, now: now} }
-
-func (e *earlySlot) Error() string {
-	return fmt.Sprintf("slot %s is due at %s, not yet by the scheduler's clock (%s): kept for the next tick",
-		timefmt.Format(e.slot), timefmt.Format(e.due), timefmt.Format(e.now))
-}
-
-// Conflict makes the to-do list take the item again at the next tick,
-// without counting an attempt.
-func (e *earlySlot) Conflict() bool { return true }
 
 // keepEarly sets the outcome of each slot of fs taken before its time
 // (earlySlot), in outcomes, which are fs's batch's.

@@ -110,31 +110,18 @@ type measured struct {
 	late     float64 // seconds, from the slot's due time to the handler's start
 }
 
-// measureBatch records the metrics of a batch of firings, fs — the runs
-// they recorded, and the reports — once the batch's transaction commits
-// (todolist.AfterCommit): what rolls back was not fired. It gathers
-// nothing while no instrument records.
-func (s *Scheduler) measureBatch(ctx context.Context, fs []firing, reports []SlotsSkipped) {
-	if !s.ins.on(ctx) {
-		return
-	}
-	var runs []measured
-	for i := range fs {
-		if f := &fs[i]; f.fired == 1 {
-			runs = append(runs, measured{schedule: f.st.Name, late: f.start.Sub(f.d.due(f.run.Slot)).Seconds()})
-		}
-	}
-	if len(runs) == 0 && len(reports) == 0 {
-		return
-	}
+// batch records the metrics of a batch's planned runs and its reports
+// once the batch's transaction commits (todolist.AfterCommit): what
+// rolls back was not fired.
+func (ins *instruments) batch(ctx context.Context, runs []measured, reports []SlotsSkipped) {
 	record := func(ctx context.Context) {
 		for _, r := range runs {
-			m := s.ins.of(r.schedule)
-			s.ins.fired.Add(ctx, 1, m.Add...)
-			s.ins.lateness.Record(ctx, r.late, m.Record...)
+			m := ins.of(r.schedule)
+			ins.fired.Add(ctx, 1, m.Add...)
+			ins.lateness.Record(ctx, r.late, m.Record...)
 		}
 		for _, r := range reports {
-			s.ins.skipped.Add(ctx, r.Count, s.ins.of(r.Schedule).Add...)
+			ins.skipped.Add(ctx, r.Count, ins.of(r.Schedule).Add...)
 		}
 	}
 	if !todolist.AfterCommit(ctx, record) {
