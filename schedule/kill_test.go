@@ -3,6 +3,7 @@ package schedule_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -44,16 +45,27 @@ func TestARunKilledMidwayIsFiredOnceUnderTheSameSlotID(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, child.Start())
 			lines := bufio.NewScanner(out)
-			var running string
+			var running, session string
 			for lines.Scan() {
-				if id, ok := strings.CutPrefix(lines.Text(), "running "); ok {
-					running = id
+				if rest, ok := strings.CutPrefix(lines.Text(), "running "); ok {
+					running, session, _ = strings.Cut(rest, " ")
 					break
 				}
 			}
 			require.Equal(t, schedule.SlotID("hourly", killSlot), running, "the child started the slot")
 			require.NoError(t, child.Process.Kill()) // SIGKILL: nothing is cleaned up
 			_ = child.Wait()
+			if session != "" {
+				// PostgreSQL ends the dead client's session, and releases
+				// the slot's row locks, when it reads the closed socket:
+				// soon, but not before the kill returns. Until then the
+				// survivor's claim would skip the locked item.
+				require.Eventually(t, func() bool {
+					var alive int
+					require.NoError(t, db.GetContext(ctx, &alive, "SELECT COUNT(*) FROM pg_stat_activity WHERE pid = $1", session))
+					return alive == 0
+				}, 10*time.Second, 5*time.Millisecond, "the killed process's session %s ended", session)
+			}
 
 			var recorded int
 			require.NoError(t, db.GetContext(ctx, &recorded, "SELECT COUNT(*) FROM schedule_runs"))
@@ -83,8 +95,16 @@ func TestKilledScheduleProcess(t *testing.T) {
 	db, err := sqldb.Open(context.Background(), dsn)
 	require.NoError(t, err)
 	clock := clockwork.NewFakeClockAt(killSlot.Add(time.Second))
-	handler := func(_ context.Context, _ *sqlx.Tx, run schedule.Run) error {
-		os.Stdout.WriteString("running " + run.SlotID + "\n")
+	handler := func(ctx context.Context, tx *sqlx.Tx, run schedule.Run) error {
+		// On PostgreSQL, the session holding the slot's locks, for the
+		// parent to wait until the server has ended it.
+		session := ""
+		if db.IsPostgres() {
+			var pid int
+			require.NoError(t, tx.GetContext(ctx, &pid, "SELECT pg_backend_pid()"))
+			session = fmt.Sprintf(" %d", pid)
+		}
+		os.Stdout.WriteString("running " + run.SlotID + session + "\n")
 		select {} // until SIGKILL
 	}
 	s, err := schedule.Open(context.Background(), db.DB, handler, schedule.WithClock(clock))
