@@ -22,10 +22,8 @@ type listRow struct {
 
 type listsData struct {
 	Rows []listRow
-	// Query, Only and Sort are the request's ?q=, ?only= and ?sort=;
-	// All counts the lists before them.
+	// Query, Only and Sort are the request's ?q=, ?only= and ?sort=.
 	Query, Only, Sort string
-	All               int
 	// Total counts the lists ?q= and ?only= keep; Page is this page's
 	// number from 1, Pages how many there are; Prev and Next link the
 	// pages before and after ("" at either end).
@@ -39,8 +37,8 @@ const listsPageSize = 50
 // listsPage shows the page ?page= of the lists ?q= (a part of the name)
 // and ?only= (parked, failing, behind) keep, in the order ?sort= (name,
 // pending, parked, failing, oldest): one statement
-// (todolist.ReadListPage), however many lists there are, beside the
-// summary's status.
+// (todolist.ReadListPage), however many lists there are; the summary
+// above comes from its cache.
 func (d *Dashboard) listsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	data := listsData{Rows: []listRow{}, Query: q.Get("q"), Only: q.Get("only"), Sort: q.Get("sort"), Page: 1}
@@ -62,27 +60,20 @@ func (d *Dashboard) listsPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusBadRequest, fmt.Errorf("?sort=%s: want name, pending, parked, failing or oldest", data.Sort))
 		return
 	}
-	st, err := ReadStatus(r.Context(), d.db, d.clock.Now(), d.loc)
-	if err != nil {
-		d.fail(w, r, http.StatusInternalServerError, err)
-		return
-	}
-	// The page is read at the status's instant, so that its counts
-	// and the summary's agree.
+	now := d.clock.Now().In(d.loc)
 	page, err := todolist.ReadListPage(r.Context(), d.db, todolist.ListPageQuery{Match: data.Query, Filter: only, Sort: sort,
-		Offset: (data.Page - 1) * listsPageSize, Limit: listsPageSize, Now: st.Now.Time, Grace: listGrace})
+		Offset: (data.Page - 1) * listsPageSize, Limit: listsPageSize, Now: now, Grace: listGrace})
 	if err != nil {
 		d.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	data.All = len(st.Lists)
 	for _, l := range page.Rows {
-		row := listRow{ListStatus: listStatus(l.ListStats, st.Now.Time, d.loc), Failing: l.Failing}
+		row := listRow{ListStatus: listStatus(l.ListStats, now, d.loc), Failing: l.Failing}
 		if row.Failing > 0 {
 			row.Level = amber
 		}
 		if row.OldestDue != nil {
-			row.Level = worse(row.Level, lateness(st.Now.Sub(row.OldestDue.Time), listGrace, listRed))
+			row.Level = worse(row.Level, lateness(now.Sub(row.OldestDue.Time), listGrace, listRed))
 		}
 		if row.Parked > 0 {
 			row.Level = red
@@ -100,5 +91,5 @@ func (d *Dashboard) listsPage(w http.ResponseWriter, r *http.Request) {
 	if data.Page < data.Pages {
 		data.Next = link(data.Page + 1)
 	}
-	d.renderStatus(w, r, "lists", "To-do lists", data, &st)
+	d.render(w, r, "lists", "To-do lists", data)
 }

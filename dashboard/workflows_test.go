@@ -87,3 +87,13 @@ func TestTheWorkflowsPageSortsAndPages(t *testing.T) {
 		})
 	}
 }
+
+// The state tabs keep the order asked for.
+func TestTheWorkflowsStateTabsKeepTheSort(t *testing.T) {
+	t.Parallel()
+	srv := newFixture(t, newSQLite(t)).serve(t)
+	code, body := getPage(t, srv.URL+"/workflows?sort=state")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `<a href="/workflows?sort=state" class="here">all</a>`)
+	require.Contains(t, body, `<a href="/workflows?state=stuck&amp;sort=state" >`)
+}
