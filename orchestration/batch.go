@@ -148,3 +148,15 @@ func anySuspended(xs []*loaded) bool {
 	}
 	return false
 }
+
+// Processor returns a processor of the engine's to-do list: each due item
+// is an instance to replay. Subscribe its handler to the passage of time;
+// several processors (in several processes) share the instances, one
+// instance never on two at once.
+//
+// It wakes a claimed batch of instances at once (wakeBatch): one query
+// for their histories and one transaction for what they recorded and
+// their next wake-ups.
+func (e *Engine) Processor(opts ...todolist.ProcessorOption) (*todolist.Processor, error) {
+	return todolist.NewBatchProcessor(e.list, e.wakeBatch, append([]todolist.ProcessorOption{todolist.WithClock(e.clock)}, opts...)...)
+}

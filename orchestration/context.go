@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/passage-of-time/passage/eventstore"
@@ -40,7 +41,7 @@ type Context interface {
 // and records what the history does not hold yet.
 type execution struct {
 	engine   *Engine
-	wf       *workflow // nil for a replay of an exported history
+	wf       *registered // nil for a replay of an exported history
 	ctx      context.Context
 	instance string
 	stream   string
@@ -208,6 +209,77 @@ func (x *execution) mustFlushBeforeSideEffect() bool {
 		}
 	}
 	return false
+}
+
+// describe names a decision for replay-mismatch errors.
+func describe(e any) string {
+	switch e := e.(type) {
+	case nowRecorded:
+		return "Now"
+	case idRecorded:
+		return "NewID"
+	case stepCompleted:
+		return fmt.Sprintf("Step %q", e.Name)
+	case stepAttemptFailed:
+		return fmt.Sprintf("Step %q", e.Name)
+	case stepFailed:
+		return fmt.Sprintf("Step %q", e.Name)
+	case timerScheduled, timerFired:
+		return "Sleep"
+	case awaitStarted:
+		return fmt.Sprintf("Await %q", e.Signal)
+	case signalConsumed, awaitTimedOut:
+		return "Await"
+	case compensationCompleted:
+		return fmt.Sprintf("compensation %q", e.Name)
+	case nil:
+		return "the end of the history"
+	}
+	return fmt.Sprintf("%T", e)
+}
+
+// committed records what events of x, now committed, tell: the end of the
+// instance if one of them is it, and the lateness of the wake-ups they
+// resumed past (x.late). It is called after each commit of x's events
+// and never before, so a write that is lost counts nothing.
+func (x *execution) committed(ctx context.Context, events []any) {
+	wf, ins := x.wf, &x.engine.ins
+	if wf != nil && ins.started != nil {
+		for _, ev := range events {
+			var c metric.Int64Counter
+			switch ev.(type) {
+			case workflowCompleted:
+				c = ins.completed
+			case workflowFailed:
+				c = ins.failed
+			case workflowCancelled:
+				c = ins.cancelled
+			case workflowStuck:
+				c = ins.stuck
+			default:
+				continue
+			}
+			c.Add(ctx, 1, wf.measured.add...)
+		}
+		for _, s := range x.late {
+			ins.lateness.Record(ctx, s, wf.measured.record...)
+		}
+	}
+	x.late = x.late[:0]
+}
+
+// resumed notes that the function resumes past a delay that was over at
+// due, a wake-up, for committed to record with what the execution
+// records. The first few fit in the execution: noting costs no
+// allocation.
+func (x *execution) resumed(due time.Time) {
+	if x.replayOnly {
+		return
+	}
+	if x.late == nil {
+		x.late = x.lateBuf[:0]
+	}
+	x.late = append(x.late, x.now().Sub(due).Seconds())
 }
 
 // compensation is one registered undo, run by name when the instance

@@ -30,7 +30,7 @@ type Engine struct {
 	clock clockwork.Clock
 
 	mu        sync.RWMutex
-	workflows map[string]*workflow
+	workflows map[string]*registered
 
 	// meters and tracers are the OpenTelemetry providers (telemetry.go,
 	// tracing.go; the global ones unless an option set them); ins are the
@@ -66,7 +66,7 @@ func New(ctx context.Context, db *sqlx.DB, opts ...Option) (*Engine, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: nil db", ErrInvalidArgument)
 	}
-	e := &Engine{db: db, clock: clockwork.NewRealClock(), workflows: map[string]*workflow{}}
+	e := &Engine{db: db, clock: clockwork.NewRealClock(), workflows: map[string]*registered{}}
 	for _, o := range opts {
 		if err := o(e); err != nil {
 			return nil, err
@@ -105,7 +105,7 @@ func Register[I, O any](e *Engine, name string, fn func(Context, I) (O, error)) 
 	if _, dup := e.workflows[name]; dup {
 		return fmt.Errorf("%w: workflow %q is registered twice", ErrInvalidArgument, name)
 	}
-	e.workflows[name] = &workflow{
+	e.workflows[name] = &registered{
 		name: name,
 		run: func(x *execution, input json.RawMessage) (json.RawMessage, error) {
 			var in I
@@ -126,9 +126,9 @@ func Register[I, O any](e *Engine, name string, fn func(Context, I) (O, error)) 
 	return nil
 }
 
-// workflow is a registered workflow: its function, taking and returning
+// registered is a registered workflow: its function, taking and returning
 // JSON, and what its telemetry is named by, made once.
-type workflow struct {
+type registered struct {
 	name string
 	run  func(x *execution, input json.RawMessage) (json.RawMessage, error)
 	measured
@@ -278,18 +278,6 @@ func (e *Engine) stateBefore(ctx context.Context, tx *sqlx.Tx, stream string, ve
 	}
 }
 
-// Processor returns a processor of the engine's to-do list: each due item
-// is an instance to replay. Subscribe its handler to the passage of time;
-// several processors (in several processes) share the instances, one
-// instance never on two at once.
-//
-// It wakes a claimed batch of instances at once (wakeBatch): one query
-// for their histories and one transaction for what they recorded and
-// their next wake-ups.
-func (e *Engine) Processor(opts ...todolist.ProcessorOption) (*todolist.Processor, error) {
-	return todolist.NewBatchProcessor(e.list, e.wakeBatch, append([]todolist.ProcessorOption{todolist.WithClock(e.clock)}, opts...)...)
-}
-
 // loaded is an execution with its function's input.
 type loaded struct {
 	*execution
@@ -298,7 +286,7 @@ type loaded struct {
 
 // prepare makes an execution of an instance's history; nil when there is
 // nothing to run (unknown or finished).
-func (e *Engine) prepare(ctx context.Context, instance string, history []eventstore.Recorded) (*loaded, *workflow, error) {
+func (e *Engine) prepare(ctx context.Context, instance string, history []eventstore.Recorded) (*loaded, *registered, error) {
 	if len(history) == 0 {
 		return nil, nil, nil
 	}
@@ -393,28 +381,6 @@ func runCompensation(ctx context.Context, c compensation) (err error) {
 		}
 	}()
 	return c.fn(ctx)
-}
-
-// Replay replays an instance's recorded history against the function
-// registered now, running no step and recording nothing, and returns an
-// error wrapping ErrNondeterministic when they disagree: run it on the
-// histories of live instances before deploying changed workflow code.
-func (e *Engine) Replay(ctx context.Context, instance string) error {
-	history, err := e.store.Load(ctx, streamOf(instance), 0)
-	if err != nil {
-		return fmt.Errorf("orchestration: replay %s: %w", instance, err)
-	}
-	if len(history) == 0 {
-		return fmt.Errorf("orchestration: replay %s: %w", instance, ErrUnknownInstance)
-	}
-	st := fold(instance, history)
-	e.mu.RLock()
-	wf, ok := e.workflows[st.Workflow]
-	e.mu.RUnlock()
-	if !ok {
-		return fmt.Errorf("orchestration: replay %s: %w: %q", instance, ErrUnknownWorkflow, st.Workflow)
-	}
-	return replay(ctx, e, wf.run, instance, history)
 }
 
 // State is where an instance is.

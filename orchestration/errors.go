@@ -2,7 +2,6 @@ package orchestration
 
 import (
 	"errors"
-	"fmt"
 )
 
 var (
@@ -14,7 +13,7 @@ var (
 	// ErrNondeterministic is recorded when a replay asks for something else
 	// than the history holds at that point (code changed under a running
 	// instance); the instance is stuck, the error names both.
-	ErrNondeterministic = errors.New("orchestration: replay does not match the history")
+	ErrNondeterministic = errors.New("orchestration: the history does not match the function")
 	// ErrCancelled is returned by the Context's calls once Cancel was
 	// requested: the function unwinds, its compensations run.
 	ErrCancelled = errors.New("orchestration: instance cancelled")
@@ -52,15 +51,4 @@ func NonRetryable(err error) error {
 func IsNonRetryable(err error) bool {
 	var n nonRetryable
 	return errors.As(err, &n)
-}
-
-// StepError is a step's recorded failure, returned on every replay.
-type StepError struct {
-	Step     string
-	Message  string
-	Attempts int
-}
-
-func (e *StepError) Error() string {
-	return fmt.Sprintf("step %q failed after %d attempts: %s", e.Step, e.Attempts, e.Message)
 }

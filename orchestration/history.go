@@ -2,7 +2,6 @@ package orchestration
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/passage-of-time/passage/eventstore"
@@ -131,33 +130,6 @@ func registry() (*eventstore.Registry, error) {
 		}
 	}
 	return r, nil
-}
-
-// describe names a decision for replay-mismatch errors.
-func describe(e any) string {
-	switch e := e.(type) {
-	case nowRecorded:
-		return "Now"
-	case idRecorded:
-		return "NewID"
-	case stepCompleted:
-		return fmt.Sprintf("Step %q", e.Name)
-	case stepAttemptFailed:
-		return fmt.Sprintf("Step %q", e.Name)
-	case stepFailed:
-		return fmt.Sprintf("Step %q", e.Name)
-	case timerScheduled, timerFired:
-		return "Sleep"
-	case awaitStarted:
-		return fmt.Sprintf("Await %q", e.Signal)
-	case signalConsumed, awaitTimedOut:
-		return "Await"
-	case compensationCompleted:
-		return fmt.Sprintf("compensation %q", e.Name)
-	case nil:
-		return "the end of the history"
-	}
-	return fmt.Sprintf("%T", e)
 }
 
 // isDecision reports whether e is produced by the function's own calls.

@@ -119,3 +119,25 @@ func replay(ctx context.Context, e *Engine, fn func(*execution, json.RawMessage)
 	}
 	return nil
 }
+
+// Replay replays an instance's recorded history against the function
+// registered now, running no step and recording nothing, and returns an
+// error wrapping ErrNondeterministic when they disagree: run it on the
+// histories of live instances before deploying changed workflow code.
+func (e *Engine) Replay(ctx context.Context, instance string) error {
+	history, err := e.store.Load(ctx, streamOf(instance), 0)
+	if err != nil {
+		return fmt.Errorf("orchestration: replay %s: %w", instance, err)
+	}
+	if len(history) == 0 {
+		return fmt.Errorf("orchestration: replay %s: %w", instance, ErrUnknownInstance)
+	}
+	st := fold(instance, history)
+	e.mu.RLock()
+	wf, ok := e.workflows[st.Workflow]
+	e.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("orchestration: replay %s: %w: %q", instance, ErrUnknownWorkflow, st.Workflow)
+	}
+	return replay(ctx, e, wf.run, instance, history)
+}

@@ -7,6 +7,11 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	ptel "github.com/passage-of-time/passage/internal/telemetry"
 )
 
 // StepInfo is what a step's function learns about its call.
@@ -19,6 +24,17 @@ type StepInfo struct {
 	// the workflow, the same for every attempt, so that the side effect's
 	// receiver can deduplicate (a payment provider's Idempotency-Key).
 	Key string
+}
+
+// StepError is a step's recorded failure, returned on every replay.
+type StepError struct {
+	Step     string
+	Message  string
+	Attempts int
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("step %q failed after %d attempts: %s", e.Step, e.Attempts, e.Message)
 }
 
 // RetryPolicy says how a failing step is retried: up to MaxAttempts
@@ -219,4 +235,24 @@ func callStep(ctx context.Context, fn func(context.Context, StepInfo) (json.RawM
 		}
 	}()
 	return fn(ctx, info)
+}
+
+// startStep starts the span of an attempt of a step at start, a child of
+// the span of ctx (the wake-up's), if spans may record: it returns ctx
+// with the span, or ctx and nil.
+func (tr *tracing) startStep(ctx context.Context, wf *registered, info StepInfo, start time.Time) (context.Context, trace.Span) {
+	if !tr.On() || wf == nil {
+		return ctx, nil
+	}
+	return tr.Tracer().Start(ctx, wf.stepPrefix+info.Name, trace.WithTimestamp(start), trace.WithAttributes(
+		attribute.String(attrWorkflow, wf.name),
+		attribute.String(attrInstance, info.Instance),
+		attribute.String(attrStep, info.Name),
+		attribute.Int(attrAttempt, info.Attempt),
+		attribute.String(attrKey, info.Key)))
+}
+
+// endStep ends the span of a step's attempt that returned err at end.
+func endStep(span trace.Span, err error, end time.Time) {
+	ptel.End(span, err, end)
 }

@@ -1,9 +1,7 @@
 package orchestration
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -84,7 +82,7 @@ func newInstruments(mp metric.MeterProvider) instruments {
 		started:   in.Counter(metricStarted, "{instance}", "Workflow instances started by this process."),
 		completed: in.Counter(metricCompleted, "{instance}", "Workflow instances whose completion this process recorded."),
 		failed:    in.Counter(metricFailed, "{instance}", "Workflow instances whose failure this process recorded, after their compensations."),
-		stuck:     in.Counter(metricStuck, "{instance}", "Workflow instances this process found stuck: their replay disagreed with their history."),
+		stuck:     in.Counter(metricStuck, "{instance}", "Workflow instances this process found stuck: their history disagreed with their function."),
 		cancelled: in.Counter(metricCancelled, "{instance}", "Workflow instances whose cancellation this process recorded, after their compensations."),
 		// The to-do lists' buckets: an instance wakes up as an item of one.
 		lateness: in.Histogram(metricLateness, "s", "From the end of a delay a workflow instance slept on to the moment it resumed past it.",
@@ -106,48 +104,4 @@ type measured struct {
 func newMeasured(workflow string) measured {
 	a := ptel.NewAttributes(attribute.String(workflowAttribute, workflow))
 	return measured{add: a.Add, record: a.Record}
-}
-
-// committed records what events of x, now committed, tell: the end of the
-// instance if one of them is it, and the lateness of the wake-ups they
-// resumed past (x.late). It is called after each commit of x's events
-// and never before, so a write that is lost counts nothing.
-func (x *execution) committed(ctx context.Context, events []any) {
-	wf, ins := x.wf, &x.engine.ins
-	if wf != nil && ins.started != nil {
-		for _, ev := range events {
-			var c metric.Int64Counter
-			switch ev.(type) {
-			case workflowCompleted:
-				c = ins.completed
-			case workflowFailed:
-				c = ins.failed
-			case workflowCancelled:
-				c = ins.cancelled
-			case workflowStuck:
-				c = ins.stuck
-			default:
-				continue
-			}
-			c.Add(ctx, 1, wf.measured.add...)
-		}
-		for _, s := range x.late {
-			ins.lateness.Record(ctx, s, wf.measured.record...)
-		}
-	}
-	x.late = x.late[:0]
-}
-
-// resumed notes that the function resumes past a delay that was over at
-// due, a wake-up, for committed to record with what the execution
-// records. The first few fit in the execution: noting costs no
-// allocation.
-func (x *execution) resumed(due time.Time) {
-	if x.replayOnly {
-		return
-	}
-	if x.late == nil {
-		x.late = x.lateBuf[:0]
-	}
-	x.late = append(x.late, x.now().Sub(due).Seconds())
 }

@@ -87,7 +87,7 @@ func newTracing(tp trace.TracerProvider) tracing {
 // startInstance starts the span of Start for an instance of wf at start,
 // if spans may record, and returns it with its context as a W3C trace
 // context carrier, for the history; nil and nil otherwise.
-func (tr *tracing) startInstance(ctx context.Context, wf *workflow, instance string, start time.Time) (trace.Span, map[string]string) {
+func (tr *tracing) startInstance(ctx context.Context, wf *registered, instance string, start time.Time) (trace.Span, map[string]string) {
 	if !tr.On() {
 		return nil, nil
 	}
@@ -199,24 +199,4 @@ func (x *execution) outcome() (string, string) {
 		return "suspended", ""
 	}
 	return string(Running), ""
-}
-
-// startStep starts the span of an attempt of a step at start, a child of
-// the span of ctx (the wake-up's), if spans may record: it returns ctx
-// with the span, or ctx and nil.
-func (tr *tracing) startStep(ctx context.Context, wf *workflow, info StepInfo, start time.Time) (context.Context, trace.Span) {
-	if !tr.On() || wf == nil {
-		return ctx, nil
-	}
-	return tr.Tracer().Start(ctx, wf.stepPrefix+info.Name, trace.WithTimestamp(start), trace.WithAttributes(
-		attribute.String(attrWorkflow, wf.name),
-		attribute.String(attrInstance, info.Instance),
-		attribute.String(attrStep, info.Name),
-		attribute.Int(attrAttempt, info.Attempt),
-		attribute.String(attrKey, info.Key)))
-}
-
-// endStep ends the span of a step's attempt that returned err at end.
-func endStep(span trace.Span, err error, end time.Time) {
-	ptel.End(span, err, end)
 }
