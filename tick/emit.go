@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	ptel "github.com/passage-of-time/passage/internal/telemetry"
 	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
@@ -333,4 +336,13 @@ func (t *Ticker) publish(ctx context.Context, event any) (err error) {
 		}
 	}()
 	return t.pub.Publish(ctx, event)
+}
+
+// endSpan ends span, if any, after a publish that returned err, at the
+// clock's now.
+func (t *Ticker) endSpan(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	ptel.End(span, err, t.cfg.clock.Now())
 }

@@ -247,3 +247,72 @@ func WithObserver(o Observer) Option {
 		return nil
 	}
 }
+
+// WithMeterProvider sets the OpenTelemetry meter provider the ticker
+// records its metrics with (default: the global one,
+// otel.GetMeterProvider(), read in New — a global provider installed
+// later is used as well, as the API's global delegates, but what is
+// recorded before it is installed is lost, so an application installs
+// its provider first). Every instrument but one case of the store
+// failures has one attribute, "unit":
+//
+//   - passage.tick.boundaries.emitted (counter, {boundary}): events
+//     published, as Observer.Emitted is told;
+//   - passage.tick.boundaries.skipped (counter, {boundary}): boundaries
+//     a catch-up policy left out, each counted once, when the
+//     TicksSkipped reporting them was published (never as emitted);
+//   - passage.tick.publish.failures (counter, {failure}): failed publish
+//     calls, of a boundary or of a skip report; the boundary is retried;
+//   - passage.tick.store.failures (counter, {failure}): failed
+//     CursorStore calls, as Observer.StoreFailed is told; reading or
+//     writing a unit's cursor is counted with the unit, a call on the
+//     lease (take, renew, release), which is no one unit's, without
+//     attributes;
+//   - passage.tick.emission.lag (histogram, s): from each boundary to its
+//     publication, by the ticker's clock: milliseconds when live, as long
+//     as the ticker was down for a catch-up.
+//
+// Each unit's counters are recorded at zero in New, so that their series
+// exist before its first boundary passes. With the API's no-op provider,
+// or the global one while no SDK is installed, recording costs no
+// allocation.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) error {
+		if mp == nil {
+			return fmt.Errorf("%w: WithMeterProvider: meter provider must not be nil", ErrInvalidOption)
+		}
+		c.meters = mp
+		return nil
+	}
+}
+
+// WithTracerProvider sets the OpenTelemetry tracer provider the ticker
+// traces its emissions with (default: the global one,
+// otel.GetTracerProvider(), read in New; an SDK installed as the global
+// provider later is used as well).
+//
+// Each event is published in a span of its own, "tick.emit <unit>", and
+// each TicksSkipped in a span "tick.skip <unit>": a new trace, linked to
+// the span of the ctx the pass was given, if it has one (Start's ctx
+// would otherwise make every tick of the process one trace). The span
+// starts before the publish and ends after it, both by the ticker's
+// clock, and holds the unit, the boundary, whether it is a catch-up and
+// the lag (seconds from the boundary to the emission), or, for a skip
+// report, the first and last boundary skipped, their count and the
+// policy; a failed publish sets its status to Error and records the
+// error. The ctx given to Publish carries the span, so that the handlers
+// — a to-do list's actions, a schedule's runs — link their own spans to
+// the tick that caused them (trace.SpanContextFromContext).
+//
+// With the API's no-op provider, or the global one while no SDK is
+// installed, no span is started, and an emission costs no allocation
+// more.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) error {
+		if tp == nil {
+			return fmt.Errorf("%w: WithTracerProvider: tracer provider must not be nil", ErrInvalidOption)
+		}
+		c.tracers = tp
+		return nil
+	}
+}

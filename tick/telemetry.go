@@ -30,50 +30,16 @@ const (
 // cardinality.
 const unitAttribute = "unit"
 
+// attrUnit is the spans' attribute naming the unit (tracing.go), made
+// once per unit here with the unit's other telemetry.
+const attrUnit = "passage.tick.unit"
+
 // lagBuckets are the bounds, in seconds, of the emission lag histogram. A
 // live boundary is emitted milliseconds after it passes; a catch-up after
 // downtime, minutes to days (a week is the default policy's window).
 // Anything later is in the overflow bucket, the sum and the count still
 // exact.
 var lagBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 6 * 3600, 24 * 3600, 7 * 24 * 3600}
-
-// WithMeterProvider sets the OpenTelemetry meter provider the ticker
-// records its metrics with (default: the global one,
-// otel.GetMeterProvider(), read in New — a global provider installed
-// later is used as well, as the API's global delegates, but what is
-// recorded before it is installed is lost, so an application installs
-// its provider first). Every instrument but one case of the store
-// failures has one attribute, "unit":
-//
-//   - passage.tick.boundaries.emitted (counter, {boundary}): events
-//     published, as Observer.Emitted is told;
-//   - passage.tick.boundaries.skipped (counter, {boundary}): boundaries
-//     a catch-up policy left out, each counted once, when the
-//     TicksSkipped reporting them was published (never as emitted);
-//   - passage.tick.publish.failures (counter, {failure}): failed publish
-//     calls, of a boundary or of a skip report; the boundary is retried;
-//   - passage.tick.store.failures (counter, {failure}): failed
-//     CursorStore calls, as Observer.StoreFailed is told; reading or
-//     writing a unit's cursor is counted with the unit, a call on the
-//     lease (take, renew, release), which is no one unit's, without
-//     attributes;
-//   - passage.tick.emission.lag (histogram, s): from each boundary to its
-//     publication, by the ticker's clock: milliseconds when live, as long
-//     as the ticker was down for a catch-up.
-//
-// Each unit's counters are recorded at zero in New, so that their series
-// exist before its first boundary passes. With the API's no-op provider,
-// or the global one while no SDK is installed, recording costs no
-// allocation.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(c *config) error {
-		if mp == nil {
-			return fmt.Errorf("%w: WithMeterProvider: meter provider must not be nil", ErrInvalidOption)
-		}
-		c.meters = mp
-		return nil
-	}
-}
 
 // instruments are a ticker's metric instruments.
 type instruments struct {

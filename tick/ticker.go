@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,20 +74,11 @@ func New(pub Publisher, store CursorStore, opts ...Option) (*Ticker, error) {
 		}
 	}
 	for u := range cfg.policies {
-		if !contains(cfg.units, u) {
+		if !slices.Contains(cfg.units, u) {
 			return nil, fmt.Errorf("%w: WithCatchUp(%s) for a unit the ticker does not publish", ErrInvalidOption, u)
 		}
 	}
 	return &Ticker{cfg: cfg, pub: pub, store: store, tel: newTelemetry(&cfg), progress: newProgress()}, nil
-}
-
-func contains(units []Unit, u Unit) bool {
-	for _, x := range units {
-		if x == u {
-			return true
-		}
-	}
-	return false
 }
 
 // Start starts the gocron scheduler and returns at once. The first emission

@@ -2,6 +2,7 @@ package tick
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -33,7 +34,7 @@ var fixedUnits = map[Unit]time.Duration{}
 // valid reports whether the ticker knows how to compute u's boundaries.
 func (u Unit) valid() bool {
 	_, fixed := fixedUnits[u]
-	return fixed || contains(Units(), u)
+	return fixed || slices.Contains(Units(), u)
 }
 
 func checkUnit(u Unit) error {
