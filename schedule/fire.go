@@ -261,7 +261,7 @@ func (s *Scheduler) fireSet(ctx context.Context, tx *sqlx.Tx, items []todolist.I
 			}
 		}
 	}
-	var runs []Run
+	runs := make([]Run, 0, len(fs))
 	for i := range fs {
 		if fs[i].run.RunID != "" {
 			runs = append(runs, fs[i].run)
