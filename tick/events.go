@@ -5,20 +5,6 @@ import (
 	"time"
 )
 
-// Unit is a calendar unit whose boundaries the ticker publishes.
-type Unit string
-
-// The units a Ticker can publish.
-const (
-	Minute  Unit = "minute"
-	Hour    Unit = "hour"
-	Day     Unit = "day"
-	Week    Unit = "week"    // ISO week, starting on Monday
-	Month   Unit = "month"   // calendar month
-	Quarter Unit = "quarter" // January, April, July, October
-	Year    Unit = "year"
-)
-
 // Event is what every passage-of-time event implements, so one handler can
 // take them all (bus.Subscribe[tick.Event]). (Unit, Boundary) is the event's
 // identity: the same boundary emitted twice is the same event.

@@ -7,6 +7,20 @@ import (
 	"time"
 )
 
+// Unit is a calendar unit whose boundaries the ticker publishes.
+type Unit string
+
+// The units a Ticker can publish.
+const (
+	Minute  Unit = "minute"
+	Hour    Unit = "hour"
+	Day     Unit = "day"
+	Week    Unit = "week"    // ISO week, starting on Monday
+	Month   Unit = "month"   // calendar month
+	Quarter Unit = "quarter" // January, April, July, October
+	Year    Unit = "year"
+)
+
 // Units lists every unit a Ticker can publish, finest first.
 func Units() []Unit {
 	return []Unit{Minute, Hour, Day, Week, Month, Quarter, Year}
