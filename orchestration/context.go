@@ -211,31 +211,19 @@ func (x *execution) mustFlushBeforeSideEffect() bool {
 	return false
 }
 
-// describe names a decision for replay-mismatch errors.
-func describe(e any) string {
-	switch e := e.(type) {
-	case nowRecorded:
-		return "Now"
-	case idRecorded:
-		return "NewID"
-	case stepCompleted:
-		return fmt.Sprintf("Step %q", e.Name)
-	case stepAttemptFailed:
-		return fmt.Sprintf("Step %q", e.Name)
-	case stepFailed:
-		return fmt.Sprintf("Step %q", e.Name)
-	case timerScheduled, timerFired:
-		return "Sleep"
-	case awaitStarted:
-		return fmt.Sprintf("Await %q", e.Signal)
-	case signalConsumed, awaitTimedOut:
-		return "Await"
-	case compensationCompleted:
-		return fmt.Sprintf("compensation %q", e.Name)
-	case nil:
-		return "the end of the history"
+// scratch returns the execution's reusable value of type T, so decoding a
+// recorded result does not allocate one each time.
+func scratch[T any](x *execution) *T {
+	key := reflect.TypeFor[T]()
+	if p, ok := x.scratch[key].(*T); ok {
+		return p
 	}
-	return fmt.Sprintf("%T", e)
+	p := new(T)
+	if x.scratch == nil {
+		x.scratch = map[reflect.Type]any{}
+	}
+	x.scratch[key] = p
+	return p
 }
 
 // committed records what events of x, now committed, tell: the end of the

@@ -60,6 +60,45 @@ func WithClock(c clockwork.Clock) Option {
 	}
 }
 
+// WithMeterProvider sets the OpenTelemetry meter provider the engine
+// records its metrics with (default: the global one,
+// otel.GetMeterProvider(), read by New — a global SDK installed later is
+// used as well, as the API's global delegates). The engine's to-do list
+// of wake-ups records the todolist's metrics with it too (list
+// "passage-workflows"). The instruments, each with the attribute
+// workflow=<name>:
+//
+//   - passage.workflow.started (counter, {instance}): instances this
+//     process started (Start of an id that exists already starts none);
+//   - passage.workflow.completed, .failed, .cancelled and .stuck
+//     (counters, {instance}): instances whose end this process recorded —
+//     completed, failed (after their compensations), cancelled, or stuck
+//     (a replay that disagreed with the history);
+//   - passage.workflow.wakeup.lateness (histogram, s): from the instant a
+//     delay an instance slept on was over — a Sleep's end, an Await's
+//     timeout, a failed step's retry time — to the moment the function
+//     resumed past it (the step after it starts then), by the engine's
+//     clock, once per wake-up. A delay already over when the function
+//     first reaches it is no wake-up, and not measured.
+//
+// Everything is counted when it is committed, never when it is decided:
+// an execution that crashed, or lost its write to another one (an
+// optimistic-concurrency conflict), counts nothing, and the execution
+// that replays the instance after it counts what it records. So each
+// transition counts once however often the instance was replayed. The
+// counters count what this process did. With the API's no-op provider,
+// or the global one while no SDK is installed, recording costs no
+// allocation.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(e *Engine) error {
+		if mp == nil {
+			return fmt.Errorf("%w: WithMeterProvider: nil meter provider", ErrInvalidArgument)
+		}
+		e.meters = mp
+		return nil
+	}
+}
+
 // New returns an engine on db, creating the event store's and the to-do
 // list's tables on first use.
 func New(ctx context.Context, db *sqlx.DB, opts ...Option) (*Engine, error) {
@@ -382,15 +421,3 @@ func runCompensation(ctx context.Context, c compensation) (err error) {
 	}()
 	return c.fn(ctx)
 }
-
-// State is where an instance is.
-type State string
-
-// The states of an instance.
-const (
-	Running   State = "running"
-	Completed State = "completed"
-	Failed    State = "failed"
-	Cancelled State = "cancelled"
-	Stuck     State = "stuck"
-)

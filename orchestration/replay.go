@@ -141,3 +141,30 @@ func (e *Engine) Replay(ctx context.Context, instance string) error {
 	}
 	return replay(ctx, e, wf.run, instance, history)
 }
+
+// describe names a decision for replay-mismatch errors.
+func describe(e any) string {
+	switch e := e.(type) {
+	case nowRecorded:
+		return "Now"
+	case idRecorded:
+		return "NewID"
+	case stepCompleted:
+		return fmt.Sprintf("Step %q", e.Name)
+	case stepAttemptFailed:
+		return fmt.Sprintf("Step %q", e.Name)
+	case stepFailed:
+		return fmt.Sprintf("Step %q", e.Name)
+	case timerScheduled, timerFired:
+		return "Sleep"
+	case awaitStarted:
+		return fmt.Sprintf("Await %q", e.Signal)
+	case signalConsumed, awaitTimedOut:
+		return "Await"
+	case compensationCompleted:
+		return fmt.Sprintf("compensation %q", e.Name)
+	case nil:
+		return "the end of the history"
+	}
+	return fmt.Sprintf("%T", e)
+}

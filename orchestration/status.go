@@ -9,6 +9,18 @@ import (
 	"github.com/passage-of-time/passage/eventstore"
 )
 
+// State is where an instance is.
+type State string
+
+// The states of an instance.
+const (
+	Running   State = "running"
+	Completed State = "completed"
+	Failed    State = "failed"
+	Cancelled State = "cancelled"
+	Stuck     State = "stuck"
+)
+
 // Status is what an instance's history says about it.
 type Status struct {
 	Instance, Workflow string

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -115,21 +114,6 @@ func Step[T any](ctx Context, name string, fn func(context.Context, StepInfo) (T
 		return zero, ErrSuspended
 	}
 	return *p, nil
-}
-
-// scratch returns the execution's reusable value of type T, so decoding a
-// recorded result does not allocate one each time.
-func scratch[T any](x *execution) *T {
-	key := reflect.TypeFor[T]()
-	if p, ok := x.scratch[key].(*T); ok {
-		return p
-	}
-	p := new(T)
-	if x.scratch == nil {
-		x.scratch = map[reflect.Type]any{}
-	}
-	x.scratch[key] = p
-	return p
 }
 
 // replayStep returns the step's recorded outcome: its result or its
