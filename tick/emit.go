@@ -47,7 +47,7 @@ func (t *Ticker) pass(ctx context.Context, now time.Time, m passMode) (out outco
 	if stopping(m.stop) {
 		return out, nil
 	}
-	h, err := t.lease(ctx, &out.seen)
+	h, err := t.takeLease(ctx, &out.seen)
 	if err != nil {
 		return out, err
 	}
@@ -105,8 +105,8 @@ type leaseHold struct {
 	taken time.Time // by the clock, when the store last confirmed it
 }
 
-// lease takes or renews the lease, recording what it saw in seen.
-func (t *Ticker) lease(ctx context.Context, seen *Lease) (*leaseHold, error) {
+// takeLease takes or renews the lease, recording what it saw in seen.
+func (t *Ticker) takeLease(ctx context.Context, seen *Lease) (*leaseHold, error) {
 	if t.cfg.holder == "" {
 		return &leaseHold{}, nil
 	}
@@ -190,7 +190,7 @@ func (t *Ticker) emitUnit(ctx context.Context, k *keeper, u Unit, now time.Time,
 
 	// The first event's Since is still cur, before the skipped boundaries
 	// (see Passage.Since), though the cursor already stands on the last.
-	e := emission{t: t, k: k, unit: u, persisted: persisted, prev: cur, savedAt: t.cfg.clock.Now()}
+	e := unitEmission{t: t, k: k, unit: u, persisted: persisted, prev: cur, savedAt: t.cfg.clock.Now()}
 	for b := p.keepFrom; !b.After(latest) && !stopping(m.stop); b = Next(u, b, loc) {
 		if err := e.emit(ctx, b, !live || b.Before(latest)); err != nil {
 			return errors.Join(err, e.flush(ctx))
@@ -262,9 +262,9 @@ func (t *Ticker) publishFailed(u Unit, b time.Time, err error) {
 	}
 }
 
-// emission publishes one unit's boundaries in order and moves its cursor
+// unitEmission publishes one unit's boundaries in order and moves its cursor
 // in batches.
-type emission struct {
+type unitEmission struct {
 	t         *Ticker
 	k         *keeper // nil without WithLease
 	unit      Unit
@@ -274,7 +274,7 @@ type emission struct {
 	pending   int
 }
 
-func (e *emission) emit(ctx context.Context, b time.Time, catchUp bool) error {
+func (e *unitEmission) emit(ctx context.Context, b time.Time, catchUp bool) error {
 	t := e.t
 	if e.k != nil && t.cfg.clock.Since(e.savedAt) >= t.renewEvery() {
 		// Save what was published while the lease was surely ours, every
@@ -314,7 +314,7 @@ func (e *emission) emit(ctx context.Context, b time.Time, catchUp bool) error {
 // flush writes the cursor up to the last published boundary. The write
 // is fenced by the lease's term, so a holder that lost the lease cannot
 // move it.
-func (e *emission) flush(ctx context.Context) error {
+func (e *unitEmission) flush(ctx context.Context) error {
 	e.savedAt = e.t.cfg.clock.Now()
 	if !e.prev.After(e.persisted) {
 		return nil
