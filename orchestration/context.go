@@ -2,6 +2,7 @@ package orchestration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -84,6 +85,17 @@ type execution struct {
 	late    []float64
 	lateBuf [2]float64
 	span    trace.Span
+}
+
+// registered is a registered workflow: its function, taking and returning
+// JSON, and what its telemetry is named by, made once.
+type registered struct {
+	name string
+	run  func(x *execution, input json.RawMessage) (json.RawMessage, error)
+	measured
+	// The names of its spans (tracing.go): Start's, a wake-up's, and a
+	// step's before the step's name.
+	startName, wakeName, stepPrefix string
 }
 
 func (x *execution) execution() *execution { return x }

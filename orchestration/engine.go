@@ -99,6 +99,47 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	}
 }
 
+// WithTracerProvider sets the OpenTelemetry tracer provider the engine
+// traces its instances with (default: the global one,
+// otel.GetTracerProvider(), read by New; an SDK installed as the global
+// provider later is used as well). The engine's to-do list of wake-ups
+// traces its batches with it too.
+//
+// An instance is one trace, however long it sleeps. Start begins it with
+// a span "workflow.start <workflow>" (a new trace, linked to the span of
+// Start's ctx if it has one) and records that span's context in the
+// history's first event, as a W3C traceparent. Every execution of the
+// instance afterwards — each wake-up, days later, in any process — is a
+// span "workflow.wakeup <workflow>", a child of that recorded context,
+// linked to the span of the processor's ctx: the to-do list's batch span,
+// itself linked to the tick's span when the tick's handler carries one
+// (the list traces with the engine's provider, so a wake-up traced is in
+// a batch traced). A wake-up span holds the workflow, the instance, the
+// wake-up's due time and lateness, and how the execution ended
+// (suspended and until when, completed, failed, cancelled, stuck), with
+// status Error for a failure, a stuck instance or a write that failed; a
+// write lost to another execution is marked conflict. Each step the execution runs
+// (not those replayed from the history) is a span
+// "workflow.step <workflow>/<step>", a child of the wake-up's, with the
+// step's attempt and idempotency key and status Error when the attempt
+// failed; the step's ctx carries it, so what the step traces is its
+// child. Spans are stamped with the engine's clock.
+//
+// An instance started while no span could record (no SDK), or whose
+// history predates this, has no recorded context: each of its wake-ups
+// begins a trace of its own. With the API's no-op provider, or the
+// global one while no SDK is installed, no span is started, nothing is
+// recorded in the history, and an execution costs no allocation more.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(e *Engine) error {
+		if tp == nil {
+			return fmt.Errorf("%w: WithTracerProvider: nil tracer provider", ErrInvalidArgument)
+		}
+		e.tracers = tp
+		return nil
+	}
+}
+
 // New returns an engine on db, creating the event store's and the to-do
 // list's tables on first use.
 func New(ctx context.Context, db *sqlx.DB, opts ...Option) (*Engine, error) {
@@ -165,17 +206,6 @@ func Register[I, O any](e *Engine, name string, fn func(Context, I) (O, error)) 
 	return nil
 }
 
-// registered is a registered workflow: its function, taking and returning
-// JSON, and what its telemetry is named by, made once.
-type registered struct {
-	name string
-	run  func(x *execution, input json.RawMessage) (json.RawMessage, error)
-	measured
-	// The names of its spans (tracing.go): Start's, a wake-up's, and a
-	// step's before the step's name.
-	startName, wakeName, stepPrefix string
-}
-
 func streamOf(instance string) string { return "workflow/" + instance }
 
 func checkID(instance string) error {
@@ -234,87 +264,6 @@ func (e *Engine) inTx(ctx context.Context, f func(*sqlx.Tx) error) error {
 		return errors.Join(err, tx.Rollback())
 	}
 	return tx.Commit()
-}
-
-// Signal sends a signal to an instance: it is appended to its history and
-// the instance is made due now, so an Await for it returns. A signal to an
-// instance that has ended (completed, failed, cancelled or stuck) is
-// refused with an error wrapping ErrFinished, and one to an id never
-// started with ErrUnknownInstance: nothing would ever read it.
-func (e *Engine) Signal(ctx context.Context, instance, name string, payload any) error {
-	b, err := json.Marshal(payload)
-	if err != nil {
-		return fmt.Errorf("%w: signal %q payload: %v", ErrInvalidArgument, name, err)
-	}
-	return e.inbox(ctx, "signal", instance, signalReceived{Name: name, Payload: b})
-}
-
-// Cancel asks an instance to stop: its next call to Sleep, Await or a new
-// Step returns ErrCancelled, its compensations run, and it ends Cancelled.
-// Cancelling an instance that has ended is refused with an error wrapping
-// ErrFinished, an id never started with ErrUnknownInstance.
-func (e *Engine) Cancel(ctx context.Context, instance string) error {
-	return e.inbox(ctx, "cancel", instance, cancelRequested{})
-}
-
-func (e *Engine) inbox(ctx context.Context, verb, instance string, event any) error {
-	if err := checkID(instance); err != nil {
-		return err
-	}
-	err := e.inTx(ctx, func(tx *sqlx.Tx) error {
-		stream := streamOf(instance)
-		res, err := e.store.AppendTx(ctx, tx, stream, eventstore.StreamExists, event)
-		if err != nil {
-			return err
-		}
-		// Appending took the stream's turn, so no execution ends the
-		// instance between this read and the commit: an instance found
-		// running reads the event on a later wake-up.
-		if state, err := e.stateBefore(ctx, tx, stream, res.Version); err != nil {
-			return err
-		} else if state != Running {
-			return fmt.Errorf("%w: it is %s", ErrFinished, state)
-		}
-		// Remove first: a re-add never brings an item forward.
-		if err := e.list.RemoveTx(ctx, tx, instance); err != nil {
-			return err
-		}
-		return e.list.AddTx(ctx, tx, instance, e.clock.Now())
-	})
-	if errors.Is(err, eventstore.ErrWrongExpectedVersion) {
-		return fmt.Errorf("orchestration: %s %s: %w", verb, instance, ErrUnknownInstance)
-	}
-	if err != nil {
-		return fmt.Errorf("orchestration: %s %s: %w", verb, instance, err)
-	}
-	return nil
-}
-
-// inboxTail is how many events before its own an inbox append reads at
-// first to find the instance's last decision: signals rarely pile up
-// more than that between wake-ups, and a history read whole on every
-// signal would make a long-lived instance's signals ever dearer.
-const inboxTail = 16
-
-// stateBefore returns the state of the instance of stream as its events
-// before version leave it. The state is set by its last event that is not
-// from the inbox, so the tail is read first and the whole stream only
-// when the tail holds nothing else.
-func (e *Engine) stateBefore(ctx context.Context, tx *sqlx.Tx, stream string, version int64) (State, error) {
-	for from := max(version-inboxTail, 1); ; from = 1 {
-		events, err := e.store.LoadTx(ctx, tx, stream, from)
-		if err != nil {
-			return "", err
-		}
-		for i := len(events) - 1; i >= 0; i-- {
-			if r := events[i]; r.Version < version && !fromInbox(r.Event) {
-				return fold("", events[i:i+1]).State, nil
-			}
-		}
-		if from == 1 {
-			return Running, nil // nothing but the inbox's: not even started
-		}
-	}
 }
 
 // loaded is an execution with its function's input.

@@ -2,6 +2,8 @@ package orchestration
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -107,4 +109,85 @@ func (e *Engine) appendPastInbox(ctx context.Context, tx *sqlx.Tx, batch []event
 		}
 	}
 	return outcomes, overtook, nil
+}
+
+// Signal sends a signal to an instance: it is appended to its history and
+// the instance is made due now, so an Await for it returns. A signal to an
+// instance that has ended (completed, failed, cancelled or stuck) is
+// refused with an error wrapping ErrFinished, and one to an id never
+// started with ErrUnknownInstance: nothing would ever read it.
+func (e *Engine) Signal(ctx context.Context, instance, name string, payload any) error {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("%w: signal %q payload: %v", ErrInvalidArgument, name, err)
+	}
+	return e.inbox(ctx, "signal", instance, signalReceived{Name: name, Payload: b})
+}
+
+// Cancel asks an instance to stop: its next call to Sleep, Await or a new
+// Step returns ErrCancelled, its compensations run, and it ends Cancelled.
+// Cancelling an instance that has ended is refused with an error wrapping
+// ErrFinished, an id never started with ErrUnknownInstance.
+func (e *Engine) Cancel(ctx context.Context, instance string) error {
+	return e.inbox(ctx, "cancel", instance, cancelRequested{})
+}
+
+func (e *Engine) inbox(ctx context.Context, verb, instance string, event any) error {
+	if err := checkID(instance); err != nil {
+		return err
+	}
+	err := e.inTx(ctx, func(tx *sqlx.Tx) error {
+		stream := streamOf(instance)
+		res, err := e.store.AppendTx(ctx, tx, stream, eventstore.StreamExists, event)
+		if err != nil {
+			return err
+		}
+		// Appending took the stream's turn, so no execution ends the
+		// instance between this read and the commit: an instance found
+		// running reads the event on a later wake-up.
+		if state, err := e.stateBefore(ctx, tx, stream, res.Version); err != nil {
+			return err
+		} else if state != Running {
+			return fmt.Errorf("%w: it is %s", ErrFinished, state)
+		}
+		// Remove first: a re-add never brings an item forward.
+		if err := e.list.RemoveTx(ctx, tx, instance); err != nil {
+			return err
+		}
+		return e.list.AddTx(ctx, tx, instance, e.clock.Now())
+	})
+	if errors.Is(err, eventstore.ErrWrongExpectedVersion) {
+		return fmt.Errorf("orchestration: %s %s: %w", verb, instance, ErrUnknownInstance)
+	}
+	if err != nil {
+		return fmt.Errorf("orchestration: %s %s: %w", verb, instance, err)
+	}
+	return nil
+}
+
+// inboxTail is how many events before its own an inbox append reads at
+// first to find the instance's last decision: signals rarely pile up
+// more than that between wake-ups, and a history read whole on every
+// signal would make a long-lived instance's signals ever dearer.
+const inboxTail = 16
+
+// stateBefore returns the state of the instance of stream as its events
+// before version leave it. The state is set by its last event that is not
+// from the inbox, so the tail is read first and the whole stream only
+// when the tail holds nothing else.
+func (e *Engine) stateBefore(ctx context.Context, tx *sqlx.Tx, stream string, version int64) (State, error) {
+	for from := max(version-inboxTail, 1); ; from = 1 {
+		events, err := e.store.LoadTx(ctx, tx, stream, from)
+		if err != nil {
+			return "", err
+		}
+		for i := len(events) - 1; i >= 0; i-- {
+			if r := events[i]; r.Version < version && !fromInbox(r.Event) {
+				return fold("", events[i:i+1]).State, nil
+			}
+		}
+		if from == 1 {
+			return Running, nil // nothing but the inbox's: not even started
+		}
+	}
 }

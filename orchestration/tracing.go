@@ -2,7 +2,6 @@ package orchestration
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -34,47 +33,6 @@ const (
 // traceContext is how an instance's trace context is written into its
 // history and read back: W3C Trace Context (traceparent, tracestate).
 var traceContext propagation.TraceContext
-
-// WithTracerProvider sets the OpenTelemetry tracer provider the engine
-// traces its instances with (default: the global one,
-// otel.GetTracerProvider(), read by New; an SDK installed as the global
-// provider later is used as well). The engine's to-do list of wake-ups
-// traces its batches with it too.
-//
-// An instance is one trace, however long it sleeps. Start begins it with
-// a span "workflow.start <workflow>" (a new trace, linked to the span of
-// Start's ctx if it has one) and records that span's context in the
-// history's first event, as a W3C traceparent. Every execution of the
-// instance afterwards — each wake-up, days later, in any process — is a
-// span "workflow.wakeup <workflow>", a child of that recorded context,
-// linked to the span of the processor's ctx: the to-do list's batch span,
-// itself linked to the tick's span when the tick's handler carries one
-// (the list traces with the engine's provider, so a wake-up traced is in
-// a batch traced). A wake-up span holds the workflow, the instance, the
-// wake-up's due time and lateness, and how the execution ended
-// (suspended and until when, completed, failed, cancelled, stuck), with
-// status Error for a failure, a stuck instance or a write that failed; a
-// write lost to another execution is marked conflict. Each step the execution runs
-// (not those replayed from the history) is a span
-// "workflow.step <workflow>/<step>", a child of the wake-up's, with the
-// step's attempt and idempotency key and status Error when the attempt
-// failed; the step's ctx carries it, so what the step traces is its
-// child. Spans are stamped with the engine's clock.
-//
-// An instance started while no span could record (no SDK), or whose
-// history predates this, has no recorded context: each of its wake-ups
-// begins a trace of its own. With the API's no-op provider, or the
-// global one while no SDK is installed, no span is started, nothing is
-// recorded in the history, and an execution costs no allocation more.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(e *Engine) error {
-		if tp == nil {
-			return fmt.Errorf("%w: WithTracerProvider: nil tracer provider", ErrInvalidArgument)
-		}
-		e.tracers = tp
-		return nil
-	}
-}
 
 // tracing starts the spans of an engine's instances, none without an
 // SDK (internal/telemetry tells). Its zero value starts none.
