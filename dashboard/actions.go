@@ -43,9 +43,6 @@ type actionFunc func(r *http.Request) (done string, back string, code int, err e
 // it, then log what was asked and how it ended.
 func (d *Dashboard) action(f actionFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !d.readBody(w, r) {
-			return
-		}
 		if d.token == "" {
 			d.refused(r, "read-only")
 			d.fail(w, r, http.StatusForbidden, ErrReadOnly)
@@ -87,9 +84,6 @@ func (d *Dashboard) action(f actionFunc) http.Handler {
 // other site's request carries it) and Secure over TLS or with
 // WithSecureCookie.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
-	if !d.readBody(w, r) {
-		return
-	}
 	if d.token == "" {
 		d.refused(r, "read-only")
 		d.fail(w, r, http.StatusForbidden, ErrReadOnly)
@@ -185,16 +179,6 @@ func (d *Dashboard) doneOf(r *http.Request) string {
 		return ""
 	}
 	return done
-}
-
-// localPath keeps a redirect on this site: anything but a plain path
-// ("//evil", "https://…") goes to the start page. The path is the
-// dashboard's own, below its base path.
-func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
-		return "/"
-	}
-	return p
 }
 
 func (d *Dashboard) reactivate(r *http.Request) (string, string, int, error) {

@@ -108,11 +108,46 @@
 //	GET /api/workflows/{id}               {instance, history}
 //
 // Errors are {"error": "..."}: 400 for bad input (a cursor that does not
-// parse, a limit out of range, an unknown state), 404 for a list, schedule
-// or instance that does not exist. A page's error keeps the page's
+// parse, a limit out of range, an unknown state; see Input), 404 for a
+// list, schedule or instance that does not exist. A page's error keeps the page's
 // navigation and says what is wrong; after a server error (the database
 // down) it reloads itself every refresh period, so it comes back with
 // the database. Any other path is 404.
+//
+// # Input
+//
+// Every query parameter, name in a path and form field is checked before
+// a handler or the database sees it (input.go). One that cannot be valid
+// is answered 400, the message naming it and saying what it should be
+// (the page's shell for a browser, {"error": ...} under /api/ and to a
+// bearer token). No input may hold a NUL byte or invalid UTF-8 (a
+// PostgreSQL TEXT can hold neither), nor be longer than its cap, in
+// bytes:
+//
+//	?q=                      256, no control characters
+//	?sort= ?only= ?state=    32, no control characters (then one of the
+//	?parked= and an action   page's words, else 400)
+//	?page= ?limit=           20, no control characters (then a number in range)
+//	a list's name            200 (todolist.MaxNameLength), no control characters
+//	a schedule's name        200, as schedule.Definition takes it
+//	a workflow instance id   200, as orchestration.Start takes it (also ?after=
+//	                         on /workflows)
+//	a list's ?after=         1,358: a cursor that parses, whose item id is one
+//	                         an item can have (todolist.MaxIDLength)
+//	an item id (form id)     1,000 (todolist.MaxIDLength)
+//	back= (log in and out)   2,048
+//	token (log in)           1,024
+//	a signal's name          200, no control characters; its payload: JSON
+//	                         within the body's 1 MiB, no \u0000 in it
+//	?done= ?sig=             4,096 and 64 (the message an action leaves)
+//
+// Parameters a page does not read are ignored. ?q= is matched literally:
+// "%" and "_" are not wildcards.
+//
+// back= (where logging in and out return) is followed only when it is a
+// path of the dashboard: starting with a single "/", holding no "\", no
+// control character, no scheme or host and no "." or ".." segment;
+// anything else returns to the start page.
 //
 // # Actions
 //

@@ -47,7 +47,7 @@ type fixture struct {
 // the schedules "weekly-report" (cron, Europe/Warsaw) and "poll" (every
 // 8 hours), one with a triggered run; and the workflow instances
 // "order-1" (waiting for its "paid" signal) and "order-2" (completed).
-func newFixture(t *testing.T, db *sqldb.DB) *fixture {
+func newFixture(t testing.TB, db *sqldb.DB) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{db: db, clock: clockwork.NewFakeClockAt(start)}
