@@ -7,9 +7,18 @@
 // instead of failing with "database is locked". A SQLite connection that
 // SQLite opened read-only (the file or disk was read-only for a while) is
 // closed instead of being pooled, so writes succeed again once the file is
-// writable; see [IsReadOnlyError]. A DSN starting with
-// "postgres://" or "postgresql://" opens PostgreSQL through pgx's
-// database/sql driver.
+// writable; see [IsReadOnlyError]. Whether a connection is read-only is
+// asked of SQLite, never of the file: nothing here opens the database
+// file (or its -wal and -shm files) from Go while SQLite has it open,
+// because closing any descriptor of a file releases every POSIX lock the
+// process holds on it, and another process's SQLite would then delete the
+// WAL under this one. A DSN starting with "postgres://" or
+// "postgresql://" opens PostgreSQL through pgx's database/sql driver.
+//
+// Pools are bounded (pool.go): ten connections to PostgreSQL unless the
+// DSN's pool_max_conns or [WithMaxConns] says otherwise, eight to SQLite,
+// all kept when idle. A caller waiting for a connection waits until its
+// context ends.
 //
 // Every package that stores state declares its schema as a list of
 // [Migration] values and applies it with [Migrate]; applied versions are

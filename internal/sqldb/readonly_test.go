@@ -75,3 +75,49 @@ func TestSQLiteReadOnlyDSNKeepsItsConnections(t *testing.T) {
 	var n int
 	require.NoError(t, ro.GetContext(ctx, &n, `SELECT COUNT(*) FROM mine`), "still the same connection")
 }
+
+// TestSQLiteConnectionThatOnlyReadWhileReadOnlyIsNotReused: a connection
+// opened while the file is read-only and used only to read is known for
+// read-only from its opening (SQLite says so), so the first write after
+// the file is writable again gets a fresh connection and succeeds.
+func TestSQLiteConnectionThatOnlyReadWhileReadOnlyIsNotReused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "passage.db")
+	db, err := sqldb.Open(ctx, path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = db.ExecContext(ctx, `CREATE TABLE widgets (id INTEGER PRIMARY KEY)`)
+	require.NoError(t, err)
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(0) // closes the writable connection now
+	db.SetMaxIdleConns(1)
+
+	restore := sqldbtest.MakeReadOnly(t, path)
+	var n int
+	require.NoError(t, db.GetContext(ctx, &n, `SELECT COUNT(*) FROM widgets`), "reading works while read-only")
+	restore()
+	_, err = db.ExecContext(ctx, `INSERT INTO widgets DEFAULT VALUES`)
+	require.NoError(t, err, "the connection opened read-only was not put back in the pool")
+}
+
+// TestSQLiteAskingWhetherWritableChangesNothing: new connections ask
+// SQLite whether they can write with a write they roll back; the
+// database's user_version, which that write sets, keeps its value.
+func TestSQLiteAskingWhetherWritableChangesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "passage.db")
+	db, err := sqldb.Open(ctx, path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = db.ExecContext(ctx, `PRAGMA user_version = 7`)
+	require.NoError(t, err)
+	for range 3 {
+		db.SetMaxIdleConns(0) // the next statement opens a new connection
+		db.SetMaxIdleConns(1)
+		var v int
+		require.NoError(t, db.GetContext(ctx, &v, `PRAGMA user_version`))
+		require.Equal(t, 7, v)
+	}
+}

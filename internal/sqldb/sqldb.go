@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 	"github.com/mattn/go-sqlite3"
 )
@@ -60,7 +61,17 @@ func DialectOf(q interface{ DriverName() string }) Dialect {
 // The cache is allocated as pages are read, so a small database costs
 // little; SQLite's default of 2 MiB made a minute of 100,000 schedules a
 // third slower (schedule's BenchmarkEveryMinute).
-func Open(ctx context.Context, dsn string) (*DB, error) {
+//
+// The pool is bounded (pool.go): [DefaultPostgresMaxConns] or a
+// PostgreSQL DSN's pool_max_conns, [DefaultSQLiteMaxConns], or
+// [WithMaxConns]; an ":memory:" database has one connection.
+func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
+	var o options
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
 	dsn = strings.TrimSpace(dsn)
 	if dsn == "" {
 		return nil, fmt.Errorf("%w: empty", ErrBadDSN)
@@ -71,11 +82,20 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		err     error
 	)
 	if IsPostgresDSN(dsn) {
-		if _, err := ParsePostgres(dsn); err != nil {
+		cfg, err := ParsePostgres(dsn)
+		if err != nil {
 			return nil, err
 		}
+		fromDSN, err := PoolMaxConns(cfg)
+		if err != nil {
+			return nil, err
+		}
+		if o.maxConns == 0 {
+			o.maxConns = fromDSN
+		}
 		dialect = Postgres
-		db, err = sqlx.Open("pgx", dsn)
+		db = sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
+		Bound(db.DB, dialect, o.maxConns)
 	} else {
 		if strings.Contains(dsn, "://") {
 			return nil, fmt.Errorf("%w: %q: unsupported scheme (use a SQLite file path, a postgres:// URL or a key=value DSN)", ErrBadDSN, Redact(dsn))
@@ -92,7 +112,17 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		// Through a connector of our own rather than the registered
 		// driver, so that read-only connections leave the pool (sqlite.go).
 		// The driver name stays "sqlite3" for sqlx and DialectOf.
-		db = sqlx.NewDb(sql.OpenDB(sqliteConnector{dsn: sqliteDSN, driver: &sqlite3.SQLiteDriver{}, readOnly: isReadOnlyDSN(dsn)}), "sqlite3")
+		busyTimeout, err := busyTimeoutOf(sqliteDSN)
+		if err != nil {
+			return nil, err
+		}
+		db = sqlx.NewDb(sql.OpenDB(sqliteConnector{
+			dsn:         sqliteDSN,
+			driver:      &sqlite3.SQLiteDriver{},
+			readOnly:    isReadOnlyDSN(dsn),
+			busyTimeout: busyTimeout,
+		}), "sqlite3")
+		Bound(db.DB, dialect, o.maxConns)
 		if isMemory(dsn) {
 			// Each connection to ":memory:" is a separate database; one
 			// connection keeps every caller on the same one.
@@ -121,6 +151,18 @@ func isReadOnlyDSN(dsn string) bool {
 	_, query, _ := strings.Cut(dsn, "?")
 	values, err := url.ParseQuery(query)
 	return err == nil && values.Get("mode") == "ro"
+}
+
+// busyTimeoutOf reads the _busy_timeout, in milliseconds, of a DSN
+// sqliteOptions made.
+func busyTimeoutOf(dsn string) (int, error) {
+	_, query, _ := strings.Cut(dsn, "?")
+	values, _ := url.ParseQuery(query)
+	ms, err := strconv.Atoi(values.Get("_busy_timeout"))
+	if err != nil || ms < 0 {
+		return 0, fmt.Errorf("%w: _busy_timeout=%q: must be a whole number of milliseconds", ErrBadDSN, clip(values.Get("_busy_timeout")))
+	}
+	return ms, nil
 }
 
 // sqliteOptions adds the connection settings passage relies on to a SQLite

@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"os"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/mattn/go-sqlite3"
@@ -35,9 +35,12 @@ type sqliteConnector struct {
 	dsn      string
 	driver   *sqlite3.SQLiteDriver
 	readOnly bool // mode=ro: read-only is what the caller asked for
+	// busyTimeout is the DSN's _busy_timeout in milliseconds, which
+	// openedReadOnly sets back after its probe.
+	busyTimeout int
 }
 
-func (c sqliteConnector) Connect(context.Context) (driver.Conn, error) {
+func (c sqliteConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.driver.Open(c.dsn)
 	if err != nil {
 		return nil, err
@@ -49,23 +52,78 @@ func (c sqliteConnector) Connect(context.Context) (driver.Conn, error) {
 	// A connection opened for reading only fails at its first write; one
 	// that only ever reads would never find out and would stay in the pool,
 	// read-only, to fail the first write after the file is writable again.
-	// SQLite opened the file read-only when it could not open it for
-	// writing, and so can we not (same process, same rights): then the
-	// connection serves this use and is closed when put back.
-	if name := sc.GetFilename("main"); name != "" && !openable(name) {
-		sc.readOnly.Store(true)
+	// SQLite is asked, not the file: opening and closing the file from Go
+	// would release every POSIX lock this process holds on it, those of
+	// the other pooled connections included (see openedReadOnly).
+	readOnly, err := openedReadOnly(ctx, sc.SQLiteConn, c.busyTimeout)
+	if err != nil {
+		_ = sc.Close()
+		return nil, err
 	}
+	sc.readOnly.Store(readOnly)
 	return sc, nil
 }
 
-// openable reports whether the file can be opened for writing.
-func openable(name string) bool {
-	f, err := os.OpenFile(name, os.O_RDWR, 0)
-	if err != nil {
-		return false
+// openedReadOnly asks SQLite whether it opened the connection's database
+// read-only, without waiting for another writer and without touching the
+// file from outside SQLite.
+//
+// The file is never opened from Go while SQLite has it open: POSIX
+// advisory locks belong to the process and the file, and closing any
+// descriptor of the file releases all of them, those held by every other
+// SQLite connection of the process included (SQLite's "How To Corrupt An
+// SQLite Database File", 2.2). Without its shared lock, another process's
+// last connection to close takes this process for gone, checkpoints and
+// deletes the WAL, and the two processes then write two databases.
+//
+// mattn/go-sqlite3 does not expose sqlite3_db_readonly, and BEGIN
+// IMMEDIATE quietly starts a read transaction on a read-only database, so
+// the question is a write that is rolled back: with no busy timeout, SQLite
+// refuses the write transaction of PRAGMA user_version on a read-only
+// database with SQLITE_READONLY before it tries any lock
+// (btreeBeginTrans); on a writable one it takes the write lock at once or
+// answers SQLITE_BUSY because another connection writes — writable either
+// way — and the ROLLBACK leaves the file as it was. busyTimeout, in
+// milliseconds, is the connection's own, set back afterwards.
+func openedReadOnly(ctx context.Context, conn *sqlite3.SQLiteConn, busyTimeout int) (readOnly bool, err error) {
+	exec := func(query string) error {
+		_, err := conn.ExecContext(ctx, query, nil)
+		return err
 	}
-	_ = f.Close()
-	return true
+	if err := exec(`PRAGMA busy_timeout = 0`); err != nil {
+		return false, fmt.Errorf("sqldb: ask SQLite whether it opened the database writable: %w", err)
+	}
+	if err := exec(`BEGIN DEFERRED`); err != nil {
+		return false, fmt.Errorf("sqldb: ask SQLite whether it opened the database writable: %w", err)
+	}
+	switch err := exec(`PRAGMA main.user_version = 0`); {
+	case err == nil:
+	case IsReadOnlyError(err):
+		readOnly = true
+	case isBusy(err):
+		// Another connection holds the write lock: this one could take it.
+	default:
+		if !conn.AutoCommit() {
+			_ = exec(`ROLLBACK`)
+		}
+		return false, fmt.Errorf("sqldb: ask SQLite whether it opened the database writable: %w", err)
+	}
+	// SQLite may have ended the transaction itself when the write failed.
+	if !conn.AutoCommit() {
+		if err := exec(`ROLLBACK`); err != nil {
+			return false, fmt.Errorf("sqldb: ask SQLite whether it opened the database writable: %w", err)
+		}
+	}
+	if err := exec(fmt.Sprintf(`PRAGMA busy_timeout = %d`, busyTimeout)); err != nil {
+		return false, fmt.Errorf("sqldb: set the busy timeout back: %w", err)
+	}
+	return readOnly, nil
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED.
+func isBusy(err error) bool {
+	var e sqlite3.Error
+	return errors.As(err, &e) && (e.Code == sqlite3.ErrBusy || e.Code == sqlite3.ErrLocked)
 }
 
 func (c sqliteConnector) Driver() driver.Driver { return c.driver }

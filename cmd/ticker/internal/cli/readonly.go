@@ -45,11 +45,14 @@ func openReadOnly(ctx context.Context, dsn string) (*sqldb.DB, error) {
 // ("ticker serve"): it sees every write committed after it opened. A
 // SQLite file is never opened immutable, which would read the file as it
 // was at the open and miss whatever writers commit to the -wal file next.
-// A file this process may write is opened read-write with
-// PRAGMA query_only, so that nothing is written through it and the last
-// connection to close, if it is this one, checkpoints (nothing) and
-// removes the -wal and -shm files its reads needed; one it may not write
-// is opened mode=ro, which leaves those files behind.
+// It is opened read-write with PRAGMA query_only, so that nothing is
+// written through it and the last connection to close, if it is this one,
+// checkpoints (nothing) and removes the -wal and -shm files its reads
+// needed. A file this process may not write SQLite opens read-only of
+// itself (SQLITE_OPEN_READWRITE falls back to reading), which leaves those
+// files behind. Whether the file is writable is not asked of the file:
+// opening it from Go and closing it would release the locks this
+// process's SQLite connections hold on it (internal/sqldb/sqlite.go).
 func openLiveReadOnly(ctx context.Context, dsn string) (*sqldb.DB, error) {
 	return openRead(ctx, dsn, true)
 }
@@ -61,6 +64,7 @@ func openRead(ctx context.Context, dsn string, live bool) (*sqldb.DB, error) {
 		dialect  = sqldb.SQLite
 		open     string
 		pgConfig *pgx.ConnConfig
+		maxConns int // pool_max_conns, else the dialect's default bound
 	)
 	switch {
 	case dsn == "":
@@ -68,6 +72,9 @@ func openRead(ctx context.Context, dsn string, live bool) (*sqldb.DB, error) {
 	case sqldb.IsPostgresDSN(dsn):
 		cfg, err := sqldb.ParsePostgres(dsn)
 		if err != nil {
+			return nil, usagef("--db: %s", strings.TrimPrefix(err.Error(), sqldb.ErrBadDSN.Error()+": "))
+		}
+		if maxConns, err = sqldb.PoolMaxConns(cfg); err != nil {
 			return nil, usagef("--db: %s", strings.TrimPrefix(err.Error(), sqldb.ErrBadDSN.Error()+": "))
 		}
 		cfg.RuntimeParams["default_transaction_read_only"] = "on"
@@ -95,10 +102,8 @@ func openRead(ctx context.Context, dsn string, live bool) (*sqldb.DB, error) {
 		switch {
 		case live:
 			values.Del("immutable")
-			if writable(path) {
-				values.Set("mode", "rw")
-				values.Set("_query_only", "1")
-			}
+			values.Set("mode", "rw")
+			values.Set("_query_only", "1")
 		case quiescentWAL(path):
 			values.Set("immutable", "1")
 		}
@@ -117,6 +122,7 @@ func openRead(ctx context.Context, dsn string, live bool) (*sqldb.DB, error) {
 			return nil, fmt.Errorf("--db: %w", err)
 		}
 	}
+	sqldb.Bound(db.DB, dialect, maxConns)
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
@@ -127,15 +133,24 @@ func openRead(ctx context.Context, dsn string, live bool) (*sqldb.DB, error) {
 }
 
 // quiescentWAL reports whether path is a WAL-mode SQLite database that no
-// process has open: its header says WAL and there is no -wal file (the last
-// connection to close checkpoints and removes it). Reading one, even with
-// mode=ro, would create -wal and -shm files and leave them behind, since a
-// read-only connection cannot remove them; opened immutable, SQLite reads
-// the file alone, creating nothing. A writer that opens the database
-// meanwhile creates the -wal file and writes there, not into the file read
-// here, until a checkpoint; a database in use already has its -wal file
-// and is read the ordinary way.
+// process has open: there is no -wal file (the last connection to close
+// checkpoints and removes it) and its header says WAL. Reading one, even
+// with mode=ro, would create -wal and -shm files and leave them behind,
+// since a read-only connection cannot remove them; opened immutable,
+// SQLite reads the file alone, creating nothing. A writer that opens the
+// database meanwhile creates the -wal file and writes there, not into the
+// file read here, until a checkpoint; a database in use already has its
+// -wal file and is read the ordinary way.
+//
+// The -wal file is looked for first, with a stat, and the header read
+// only when there is none: then no SQLite connection in WAL mode has the
+// file open, this process's included, so closing the descriptor the
+// header was read through releases no lock SQLite holds (closing any
+// descriptor of a file releases all of the process's POSIX locks on it).
 func quiescentWAL(path string) bool {
+	if _, err := os.Stat(path + "-wal"); !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return false
@@ -146,21 +161,7 @@ func quiescentWAL(path string) bool {
 		return false
 	}
 	// Bytes 18 and 19 are the write and read format versions: 2 is WAL.
-	if string(header[:16]) != "SQLite format 3\x00" || header[18] != 2 || header[19] != 2 {
-		return false
-	}
-	_, err = os.Stat(path + "-wal")
-	return errors.Is(err, os.ErrNotExist)
-}
-
-// writable reports whether this process may open path for writing.
-func writable(path string) bool {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return false
-	}
-	_ = f.Close()
-	return true
+	return string(header[:16]) == "SQLite format 3\x00" && header[18] == 2 && header[19] == 2
 }
 
 // queryer is a database handle or a transaction.
