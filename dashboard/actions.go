@@ -62,7 +62,7 @@ func (d *Dashboard) action(f actionFunc) http.Handler {
 		if err != nil {
 			d.logger.Warn("dashboard: action failed", "path", r.URL.Path, "remote", r.RemoteAddr, "error", err)
 			var fe *formError
-			if errors.As(err, &fe) && !isAPI(r) && strings.Contains(r.Header.Get("Accept"), "text/html") {
+			if errors.As(err, &fe) && code < 500 && !isAPI(r) && strings.Contains(r.Header.Get("Accept"), "text/html") {
 				fe.refill(w, r, code, fe.err)
 				return
 			}
@@ -185,8 +185,11 @@ func (d *Dashboard) reactivate(r *http.Request) (string, string, int, error) {
 	name, id := r.PathValue("name"), r.PostFormValue("id")
 	back := "/lists/" + url.PathEscape(name)
 	l, err := todolist.Open(r.Context(), d.db, name)
-	if err != nil {
+	switch {
+	case errors.Is(err, todolist.ErrInvalidName):
 		return "", back, http.StatusNotFound, err
+	case err != nil:
+		return "", back, http.StatusInternalServerError, err
 	}
 	if err := l.Reactivate(r.Context(), id); err != nil {
 		if errors.Is(err, todolist.ErrNotFound) || errors.Is(err, todolist.ErrInvalidID) {
@@ -273,8 +276,11 @@ func (d *Dashboard) workflowAction(r *http.Request) (string, string, int, error)
 	id, verb := r.PathValue("id"), r.PathValue("verb")
 	back := "/workflows/" + url.PathEscape(id)
 	history, err := orchestration.ReadHistory(r.Context(), d.db, id)
-	if err != nil || len(history) == 0 {
+	switch {
+	case errors.Is(err, orchestration.ErrInvalidArgument) || err == nil && len(history) == 0:
 		return "", back, http.StatusNotFound, fmt.Errorf("no workflow instance %q", id)
+	case err != nil:
+		return "", back, http.StatusInternalServerError, err
 	}
 	if st := orchestration.StatusOf(id, history); st.State != orchestration.Running {
 		// The engine refuses it too (orchestration.ErrFinished); asking

@@ -55,6 +55,8 @@ type Dashboard struct {
 	doneKey      []byte
 	triggerNote  string
 	bodyTimeout  time.Duration
+	// requestTimeout bounds a request's database work (WithRequestTimeout).
+	requestTimeout time.Duration
 
 	summary summaryCache
 
@@ -197,6 +199,22 @@ func WithBasePath(path string) Option {
 	}
 }
 
+// WithRequestTimeout bounds the database work of each request (default
+// 10s): a request still waiting for a pooled connection, or for an
+// answer, when it passes gives up and is answered 503 with Retry-After,
+// so that a burst of page views larger than the pool is turned away
+// instead of queueing without end. A POST's body is read first, under
+// its own limit.
+func WithRequestTimeout(timeout time.Duration) Option {
+	return func(d *Dashboard) error {
+		if timeout <= 0 {
+			return fmt.Errorf("%w: request timeout %s: want a positive duration", ErrInvalidOption, timeout)
+		}
+		d.requestTimeout = timeout
+		return nil
+	}
+}
+
 // WithLagSampling sets how often [Dashboard.Start] samples the lag for
 // the lag chart (default 30s) and how many samples it keeps in memory
 // (default 240: two hours). The history is the running process's own: it
@@ -220,7 +238,7 @@ func New(db *sqlx.DB, opts ...Option) (*Dashboard, error) {
 	}
 	d := &Dashboard{db: db, clock: clockwork.NewRealClock(), loc: time.UTC, logger: slog.Default(),
 		refresh: 10 * time.Second, every: 30 * time.Second, lag: newLagHistory(240), sessionTTL: 12 * time.Hour,
-		bodyTimeout: defaultBodyTimeout}
+		bodyTimeout: defaultBodyTimeout, requestTimeout: defaultRequestTimeout}
 	for _, opt := range opts {
 		if opt == nil {
 			continue

@@ -109,10 +109,19 @@
 //
 // Errors are {"error": "..."}: 400 for bad input (a cursor that does not
 // parse, a limit out of range, an unknown state; see Input), 404 for a
-// list, schedule or instance that does not exist. A page's error keeps the page's
-// navigation and says what is wrong; after a server error (the database
-// down) it reloads itself every refresh period, so it comes back with
-// the database. Any other path is 404.
+// list, schedule or instance that does not exist. A page's error keeps the
+// page's navigation and says what is wrong. Any other path is 404.
+//
+// A server error shows none of the database's words, which may hold SQL
+// or a connection string's user, database and host: the page, the API
+// ({"error": ..., "reference": ...}) and a plain answer say that it
+// failed and give a short reference, and the log has the error under
+// that reference (the summary's errors too). Each request's database work
+// has a deadline (WithRequestTimeout, 10 s by default): a request still
+// waiting for a pooled connection then, or one the database refuses or
+// drops (PostgreSQL's "too many clients already", a connection refused,
+// SQLite's "database is locked"), is answered 503 with Retry-After: 5. An
+// error page never reloads itself: reload it to try again.
 //
 // # Input
 //

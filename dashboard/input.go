@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,8 +157,9 @@ var routeInputs = map[string]inputs{
 }
 
 // handle registers h for pattern behind the check of its inputs
-// (routeInputs, which must declare them). A POST's body is read first,
-// within its limits (readBody).
+// (routeInputs, which must declare them), with the request's deadline
+// for its database work (WithRequestTimeout). A POST's body is read
+// first, within its limits (readBody).
 func (d *Dashboard) handle(mux *http.ServeMux, pattern string, h http.Handler) {
 	in, ok := routeInputs[pattern]
 	if !ok {
@@ -172,7 +174,9 @@ func (d *Dashboard) handle(mux *http.ServeMux, pattern string, h http.Handler) {
 			d.fail(w, r, http.StatusBadRequest, err)
 			return
 		}
-		h.ServeHTTP(w, r)
+		ctx, cancel := context.WithTimeout(r.Context(), d.requestTimeout)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
 	}))
 }
 

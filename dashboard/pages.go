@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -132,37 +131,6 @@ func (d *Dashboard) write(w http.ResponseWriter, code int, name string, v view) 
 	if err := d.pages[name].ExecuteTemplate(w, "layout", v); err != nil {
 		d.logger.Error("dashboard: render", "page", name, "error", err)
 	}
-}
-
-// fail answers an error: JSON under /api/ and to bearer tokens, text to
-// other programs; for browsers (Accept: text/html),
-// the page shell with its navigation and the error, which reloads itself
-// after a server error (the database down, say), so the page comes back
-// when the cause goes.
-func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
-	if code >= 500 {
-		d.logger.Error("dashboard", "path", r.URL.Path, "error", err)
-	}
-	if isAPI(r) {
-		writeJSON(w, code, map[string]string{"error": err.Error()})
-		return
-	}
-	if !strings.Contains(r.Header.Get("Accept"), "text/html") {
-		http.Error(w, err.Error(), code) // a program: the text alone
-		return
-	}
-	v := d.viewOf(r, "error", http.StatusText(code), errorData{Code: code, Message: err.Error(), Retry: code >= 500})
-	if code < 500 {
-		v.Refresh = 0
-	}
-	d.write(w, code, "error", v)
-}
-
-// errorData is the error page's.
-type errorData struct {
-	Code    int
-	Message string
-	Retry   bool
 }
 
 func isAPI(r *http.Request) bool {

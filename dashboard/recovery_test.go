@@ -3,8 +3,10 @@ package dashboard_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,13 +18,17 @@ import (
 )
 
 // Issue 27 point 7: with the database down a page was a bare text 500, no
-// navigation, no refresh, so the browser stayed on the error after the
-// database came back. The error keeps the page shell, says what is wrong,
-// and the page reloads itself until it is right again.
-func TestBrowserAPageComesBackWhenTheDatabaseDoes(t *testing.T) {
+// navigation, so the browser stayed on the error. The error keeps the page
+// shell and says what happened. Issue 33 point 2: it no longer shows the
+// database's words (the log has them, under the reference the page
+// gives), nor reloads itself every refresh period (each reload logged the
+// failure again): reloading it by hand brings the page back with the
+// database.
+func TestBrowserAFailedPageKeepsItsShellAndComesBackOnReload(t *testing.T) {
 	ctx := browser(t)
 	f := newFixture(t, newSQLite(t))
-	srv := f.serve(t, dashboard.WithRefresh(time.Second))
+	log := &syncBuffer{}
+	srv := f.serve(t, dashboard.WithRefresh(time.Second), dashboard.WithLogger(slog.New(slog.NewTextHandler(log, nil))))
 	bg := context.Background()
 
 	// A column of the ticker's table renamed stands for a database that
@@ -32,19 +38,24 @@ func TestBrowserAPageComesBackWhenTheDatabaseDoes(t *testing.T) {
 	code, _ := getPage(t, srv.URL+"/")
 	require.Equal(t, http.StatusInternalServerError, code)
 	msg := text(t, ctx, srv.URL+"/", "#error")
-	require.Contains(t, msg, "boundary")
+	require.NotContains(t, msg, "boundary", "the page shows the database's words")
+	ref := regexp.MustCompile(`reference ([0-9a-f]{8})`).FindStringSubmatch(msg)
+	require.NotNil(t, ref, msg)
+	require.Regexp(t, `reference=`+ref[1]+`.*boundary`, log.String(), "the log has the detail under the reference")
 	nav, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("nav")))
 	require.NoError(t, err)
 	require.Contains(t, nav, "Schedules", "the error keeps the navigation")
 	retry, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#retry")))
 	require.NoError(t, err)
-	require.Contains(t, retry, "tries again every 1s")
+	require.Contains(t, retry, "Reload the page to try again")
+	refresh, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.refresh`))
+	require.NoError(t, err)
+	require.Equal(t, "0", refresh, "the failed page reloads itself")
 	shoot(t, ctx, "database-down")
 
 	_, err = f.db.ExecContext(bg, `ALTER TABLE tick_cursors RENAME COLUMN boundary_away TO boundary`)
 	require.NoError(t, err)
-	// No navigation by the test: the page reloads itself onto the data.
-	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#units"))))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#units"))))
 	require.Contains(t, hovered(t, ctx, "#units"), "2026-11-20T09:27:00Z")
 }
 

@@ -89,7 +89,9 @@ type troubleItem struct {
 // summary is the row of counts at the top of every page.
 type summary struct {
 	Items []troubleItem
-	// Error says what could not be read (the rest still shows).
+	// Error says that some of it could not be read (the rest still
+	// shows), without the database's words: they go to the log under the
+	// reference Error gives.
 	Error string
 }
 
@@ -132,7 +134,7 @@ func (d *Dashboard) readSummary(ctx context.Context, now time.Time, st *Status) 
 	if st == nil {
 		s, err := ReadStatus(ctx, d.db, now, d.loc)
 		if err != nil {
-			return &summary{Error: err.Error()}
+			return &summary{Error: d.hidden(ctx, "summary", err)}
 		}
 		st = &s
 	}
@@ -194,7 +196,7 @@ func (d *Dashboard) readSummary(ctx context.Context, now time.Time, st *Status) 
 	add("workflows-stuck", counts[orchestration.Stuck], plural(counts[orchestration.Stuck], "workflow stuck", "workflows stuck"), red, "/workflows?state=stuck")
 	add("workflows-failed", counts[orchestration.Failed], plural(counts[orchestration.Failed], "workflow failed", "workflows failed"), amber, "/workflows?state=failed")
 	if err := errors.Join(errs...); err != nil {
-		out.Error = err.Error()
+		out.Error = d.hidden(ctx, "summary", err)
 	}
 	return &out
 }
