@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Command is the ticker command tree on env: the root "ticker" and a
+// command for each of its subcommands. Main executes it; the flag
+// reference in docs/reference is generated from it.
+func Command(env Env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ticker",
+		Short: "ticker publishes the passage of time as domain events.",
+		// Errors and usage are Main's to print, once, with the exit code
+		// they mean.
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		DisableAutoGenTag: true, // the reference is the same every time
+		Args:              cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				printHelp(c)
+				return errUsageShown
+			}
+			return rootError{`unknown command "` + args[0] + `" (run "ticker -h")`}
+		},
+	}
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	root.SetHelpFunc(func(c *cobra.Command, _ []string) { printHelp(c) })
+	root.SetHelpCommand(helpCommand(root))
+	root.AddCommand(
+		legacy(env, "run", "publish the passage of time (JSON lines on stdout, or webhooks)", runCommand),
+		legacy(env, "status", "show each unit's cursor and lease, and every to-do list's backlog", statusCommand),
+		legacy(env, "preview", "list the next boundaries of a unit in a time zone", previewCommand),
+		legacy(env, "schedule", "schedules that send commands: "+names(scheduleCommands()), scheduleCommand),
+		legacy(env, "workflow", "durable workflow instances: "+names(workflowCommands()), workflowCommand),
+		legacy(env, "serve", "serve the dashboard alone (no ticker): read-only unless given an admin token", serveCommand),
+		legacy(env, "demo", "run the ordering example end to end on an accelerated clock", demoCommand),
+		legacy(env, "version", "print the version", versionCommand),
+	)
+	return root
+}
+
+// helpCommand is "ticker help [command]": the help of the command named,
+// however deep ("ticker help schedule add"), and a usage error for a
+// command there is not.
+func helpCommand(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "show the help of a command",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			target, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 {
+				return rootError{`unknown command "` + strings.Join(args, " ") + `" (run "ticker -h")`}
+			}
+			return target.Help()
+		},
+		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			target, _, err := root.Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, sub := range target.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+	}
+}
+
+// legacy wraps a command that parses its own flags.
+func legacy(env Env, name, short string, run func(context.Context, Env, []string) error) *cobra.Command {
+	c := &cobra.Command{
+		Use:                name,
+		Short:              short,
+		DisableFlagParsing: true,
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := run(c.Context(), env, args); !errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return nil
+		},
+	}
+	c.SetHelpFunc(func(c *cobra.Command, _ []string) { _ = run(c.Context(), env, []string{"-h"}) })
+	return c
+}
