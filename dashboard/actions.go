@@ -74,7 +74,7 @@ func (d *Dashboard) action(f actionFunc) http.Handler {
 			writeJSON(w, http.StatusOK, map[string]string{"done": done})
 			return
 		}
-		http.Redirect(w, r, d.base+back+"?"+d.doneQuery(done), http.StatusSeeOther)
+		http.Redirect(w, r, d.base+withQuery(back, d.doneQuery(done)), http.StatusSeeOther)
 	})
 }
 
@@ -161,8 +161,8 @@ func (d *Dashboard) readBody(w http.ResponseWriter, r *http.Request) bool {
 // doneQuery is the query that shows done on the page an action returns
 // to, with a MAC under a key of this process: the page shows the messages
 // the server wrote, not a text a link made up.
-func (d *Dashboard) doneQuery(done string) string {
-	return url.Values{"done": {done}, "sig": {d.doneMAC(done)}}.Encode()
+func (d *Dashboard) doneQuery(done string) url.Values {
+	return url.Values{"done": {done}, "sig": {d.doneMAC(done)}}
 }
 
 func (d *Dashboard) doneMAC(done string) string {
@@ -183,7 +183,7 @@ func (d *Dashboard) doneOf(r *http.Request) string {
 
 func (d *Dashboard) reactivate(r *http.Request) (string, string, int, error) {
 	name, id := r.PathValue("name"), r.PostFormValue("id")
-	back := "/lists/" + url.PathEscape(name)
+	back := itemPath("lists", name, "")
 	l, err := todolist.Open(r.Context(), d.db, name)
 	switch {
 	case errors.Is(err, todolist.ErrInvalidName):
@@ -274,7 +274,7 @@ func (d *Dashboard) engineFor(ctx context.Context) (*orchestration.Engine, error
 
 func (d *Dashboard) workflowAction(r *http.Request) (string, string, int, error) {
 	id, verb := r.PathValue("id"), r.PathValue("verb")
-	back := "/workflows/" + url.PathEscape(id)
+	back := itemPath("workflows", id, "")
 	history, err := orchestration.ReadHistory(r.Context(), d.db, id)
 	switch {
 	case errors.Is(err, orchestration.ErrInvalidArgument) || err == nil && len(history) == 0:
@@ -338,7 +338,7 @@ func (d *Dashboard) signalForm(w http.ResponseWriter, r *http.Request, code int,
 	}
 	page := d.viewOf(r, "workflow", v.Instance.ID, workflowData{workflowView: v,
 		Signal: signalData{Name: r.PostFormValue("name"), Payload: r.PostFormValue("payload"), Error: failed.Error()}})
-	page.Path = "/workflows/" + url.PathEscape(v.Instance.ID)
+	page.Path = itemPath("workflows", v.Instance.ID, "")
 	page.Refresh = 0 // reloading would send the form again
 	d.write(w, code, "workflow", page)
 }

@@ -44,6 +44,15 @@
 //	                    (orchestration.ReadPage)
 //	/workflows/{id}     one instance's history as a timeline; signal and cancel
 //
+// A browser removes "." and ".." segments from a path before it asks,
+// encoded as %2e or not, so a list, schedule or instance of those names
+// cannot be reached through its path (/schedules/./trigger asked for
+// /schedules/trigger, the schedule named "trigger"). Every route with a
+// name in its path, the API's and the actions' too, has a twin taking the
+// name in the query, which no browser rewrites: /list?name=.,
+// /schedule/trigger?name=.., /workflow?id=., /api/list/items?name=. and
+// so on. The pages link those two names that way.
+//
 // # The summary
 //
 // Every page but the error and confirmation pages starts with a summary

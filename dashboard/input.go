@@ -158,15 +158,16 @@ var routeInputs = map[string]inputs{
 
 // handle registers h for pattern behind the check of its inputs
 // (routeInputs, which must declare them), with the request's deadline
-// for its database work (WithRequestTimeout). A POST's body is read
-// first, within its limits (readBody).
+// for its database work (WithRequestTimeout), and the twin of a pattern
+// with a name in its path (names.go). A POST's body is read first,
+// within its limits (readBody).
 func (d *Dashboard) handle(mux *http.ServeMux, pattern string, h http.Handler) {
 	in, ok := routeInputs[pattern]
 	if !ok {
 		panic("dashboard: the inputs of " + pattern + " are not declared in routeInputs")
 	}
 	post := strings.HasPrefix(pattern, "POST ")
-	mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	checked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if post && !d.readBody(w, r) {
 			return
 		}
@@ -177,7 +178,11 @@ func (d *Dashboard) handle(mux *http.ServeMux, pattern string, h http.Handler) {
 		ctx, cancel := context.WithTimeout(r.Context(), d.requestTimeout)
 		defer cancel()
 		h.ServeHTTP(w, r.WithContext(ctx))
-	}))
+	})
+	mux.Handle(pattern, checked)
+	if twin, key := twinOf(pattern); twin != "" {
+		mux.Handle(twin, fromQuery(key, checked))
+	}
 }
 
 // check checks every input r carries that the route reads.

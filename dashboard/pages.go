@@ -605,10 +605,6 @@ func summarize(h orchestration.HistoryEvent, loc *time.Location) string {
 	return line
 }
 
-// pathEscape is url.PathEscape for the templates: names and ids become
-// one path segment whatever they hold.
-func pathEscape(s string) string { return url.PathEscape(s) }
-
 // confirmData is the page that asks before an action that cannot be
 // undone: its form posts the action, its link goes back.
 type confirmData struct {
@@ -636,7 +632,7 @@ func (d *Dashboard) confirmTrigger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.confirm(w, r, "Trigger "+name, confirmData{Question: "Start a run now, outside the schedule, of", Name: name,
-		Button: "Yes, trigger it now", Action: "/schedules/" + url.PathEscape(name) + "/trigger", Back: "/schedules"})
+		Button: "Yes, trigger it now", Action: itemPath("schedules", name, "/trigger"), Back: "/schedules"})
 }
 
 func (d *Dashboard) confirmCancel(w http.ResponseWriter, r *http.Request) {
@@ -646,11 +642,10 @@ func (d *Dashboard) confirmCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := v.Instance.ID
-	back := "/workflows/" + url.PathEscape(id)
 	if v.Instance.State != string(orchestration.Running) {
 		d.fail(w, r, http.StatusConflict, fmt.Errorf("%s is %s: nothing would cancel it", id, v.Instance.State))
 		return
 	}
 	d.confirm(w, r, "Cancel "+id, confirmData{Question: "Cancel the workflow instance", Name: id,
-		Button: "Yes, cancel it", Action: back + "/cancel", Back: back})
+		Button: "Yes, cancel it", Action: itemPath("workflows", id, "/cancel"), Back: itemPath("workflows", id, "")})
 }

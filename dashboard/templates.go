@@ -12,7 +12,8 @@ var pageNames = []string{"tickers", "lists", "list", "schedules", "schedule", "w
 
 var funcs = template.FuncMap{
 	"when":    when,
-	"path":    pathEscape,
+	"item":    itemPath,
+	"dots":    rewritten,
 	"thous":   thousands,
 	"visible": visibleBidi,
 	"section": func(s scheduleView, v view) sectionData { return sectionData{S: s, V: v} },
