@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/passage-of-time/passage/eventstore"
+	"github.com/passage-of-time/passage/internal/names"
 	"github.com/passage-of-time/passage/todolist"
 )
 
@@ -215,12 +216,28 @@ func checkID(instance string) error {
 	return nil
 }
 
+// checkNewID checks the id of an instance to start: checkID, and the rules
+// of every name passage stores (internal/names: UTF-8 without control
+// characters, neither "." nor "..", which the dashboard could not link
+// to). Instances started before these rules are still found by checkID.
+func checkNewID(instance string) error {
+	if err := checkID(instance); err != nil {
+		return err
+	}
+	if err := names.Check(instance, 200); err != nil {
+		return fmt.Errorf("%w: instance id: %w", ErrInvalidArgument, err)
+	}
+	return nil
+}
+
 // Start starts an instance of workflow with a caller-chosen id. Starting
 // an id that exists already is a no-op: it returns that instance's status
 // (whatever its workflow and input). The instance runs when the
-// processor next ticks.
+// processor next ticks. The id is 1 to 200 bytes of UTF-8 without control
+// characters, and neither "." nor ".." (no URL path carries them to the
+// dashboard); [ErrInvalidArgument] otherwise.
 func Start[I any](ctx context.Context, e *Engine, workflow, instance string, input I) (Status, error) {
-	if err := checkID(instance); err != nil {
+	if err := checkNewID(instance); err != nil {
 		return Status{}, err
 	}
 	e.mu.RLock()

@@ -412,3 +412,30 @@ func TestNowAndIDsAreTheSameOnEveryReplay(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, seen[0], out)
 }
+
+// TestStartRefusesIDsTheDashboardCannotLinkTo: an instance id is refused
+// where it is created when no URL path can carry it ("." and "..") or a
+// database cannot store it, with the reason; nothing is started.
+func TestStartRefusesIDsTheDashboardCannotLinkTo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := sqldbtest.SQLite(t)
+	fx := &effects{}
+	w := newWorld(t, db.DB, clockwork.NewFakeClockAt(t0), func(e *Engine) {
+		require.NoError(t, Register(e, "order", orderWorkflow(fx)))
+	})
+	for id, want := range map[string]string{
+		".":       `instance id: ".": "." and ".." cannot be carried in a URL path`,
+		"..":      `instance id: "..": "." and ".."`,
+		"nul\x00": `instance id: "nul\x00" contains control character U+0000`,
+		"\xffbad": `instance id: "\xffbad" is not valid UTF-8`,
+	} {
+		_, err := Start(ctx, w.e, "order", id, orderIn{id, 1})
+		require.ErrorIs(t, err, ErrInvalidArgument, "%q", id)
+		require.ErrorContains(t, err, want)
+		_, err = w.e.Status(ctx, id)
+		require.ErrorIs(t, err, ErrUnknownInstance, "%q was not started", id)
+	}
+	_, err := Start(ctx, w.e, "order", "...", orderIn{"...", 1})
+	require.NoError(t, err, "three dots are a name like any other")
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/passage-of-time/passage/internal/names"
 	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/tick"
 )
@@ -53,7 +54,9 @@ func parseOverlap(s string) Overlap {
 // Definition is a schedule as the application declares it (Sync).
 type Definition struct {
 	// Name identifies the schedule: its row, its to-do item's ID and the
-	// first part of every slot id. Required.
+	// first part of every slot id. Required: 1 to 200 bytes of UTF-8
+	// without control characters, and neither "." nor ".." (no URL path
+	// carries them to the dashboard).
 	Name string
 	// Spec gives the slots. Required.
 	Spec Spec
@@ -94,6 +97,8 @@ func (d Definition) validate() error {
 		return fmt.Errorf("%w: a schedule needs a name", ErrInvalidSpec)
 	case len(d.Name) > 200:
 		return fmt.Errorf("%w: schedule name %.20q… is longer than 200 bytes", ErrInvalidSpec, d.Name)
+	case names.Check(d.Name, 200) != nil:
+		return fmt.Errorf("%w: schedule name: %w", ErrInvalidSpec, names.Check(d.Name, 200))
 	case d.Spec == nil:
 		return fmt.Errorf("%w: schedule %q has no spec", ErrInvalidSpec, d.Name)
 	case d.MaxRuns < 0:

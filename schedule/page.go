@@ -68,8 +68,12 @@ const (
 type PageQuery struct {
 	// Name keeps the schedule of that name alone ("" keeps all).
 	Name string
-	// Match keeps the schedules whose name contains it, ignoring ASCII
-	// case ("" keeps all); % and _ are matched as themselves.
+	// Match keeps the schedules whose name contains it, ignoring case as
+	// Unicode's simple lower-case mapping (strings.ToLower) does, letter by
+	// letter ("" keeps all); % and _ are matched as themselves. On SQLite
+	// that takes a handle opened by passage (sqldb, the binary): SQLite's
+	// own lower() folds ASCII alone. On PostgreSQL it takes a database
+	// whose LC_CTYPE is UTF-8 (docs/postgres.md).
 	Match string
 	// Filter keeps part of them (AllSchedules by default).
 	Filter PageFilter

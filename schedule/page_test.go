@@ -45,6 +45,10 @@ func TestReadPageAgreesWithReadingScheduleBySchedule(t *testing.T) {
 					name = fmt.Sprintf("Broken_%02d", i)
 				case 2:
 					name = fmt.Sprintf("paused%%%02d", i)
+				case 3:
+					// A letter only Unicode's mapping lowers: SQLite's own
+					// lower() folds ASCII alone.
+					name = fmt.Sprintf("job-Équipe-%02d", i)
 				}
 				every := time.Duration(10+i) * time.Minute
 				defs = append(defs, schedule.Definition{Name: name, Spec: mustSpec(t)(schedule.Every(every, start)), Command: "c"})
@@ -106,7 +110,7 @@ func TestReadPageAgreesWithReadingScheduleBySchedule(t *testing.T) {
 			}
 			for filter, kept := range keep {
 				for sort, order := range orders {
-					for _, match := range []string{"", "BROKEN", "%", "_0", "s%0"} {
+					for _, match := range []string{"", "BROKEN", "%", "_0", "s%0", "é", "ÉQUIPE"} {
 						var wants []want
 						for _, w := range all {
 							if kept(w) && strings.Contains(strings.ToLower(w.s.Name), strings.ToLower(match)) {

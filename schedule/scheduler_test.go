@@ -462,6 +462,10 @@ func TestSyncRejectsBadDefinitions(t *testing.T) {
 		want string
 	}{
 		{[]schedule.Definition{{Spec: hourly}}, "a schedule needs a name"},
+		{[]schedule.Definition{{Name: ".", Spec: hourly}}, `schedule name: ".": "." and ".." cannot be carried in a URL path`},
+		{[]schedule.Definition{{Name: "..", Spec: hourly}}, `schedule name: "..": "." and ".."`},
+		{[]schedule.Definition{{Name: "nul\x00", Spec: hourly}}, `schedule name: "nul\x00" contains control character U+0000`},
+		{[]schedule.Definition{{Name: "\xffbad", Spec: hourly}}, `schedule name: "\xffbad" is not valid UTF-8`},
 		{[]schedule.Definition{{Name: "x"}}, `schedule "x" has no spec`},
 		{[]schedule.Definition{{Name: "x", Spec: hourly}, {Name: "x", Spec: hourly}}, `"x" is declared twice`},
 		{[]schedule.Definition{{Name: "x", Spec: hourly, MaxRuns: -1}}, "MaxRuns -1 is negative"},

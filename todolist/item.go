@@ -2,11 +2,12 @@ package todolist
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/passage-of-time/passage/internal/names"
 	"github.com/passage-of-time/passage/internal/sqldb"
 )
 
@@ -51,19 +52,20 @@ type Item struct {
 	Claimed bool
 }
 
+// validateName checks the name of a list to read: one that could have
+// been created, or one named "." or "..", which earlier versions took.
 func validateName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%w: empty", ErrInvalidName)
-	case len(name) > MaxNameLength:
-		return fmt.Errorf("%w: %d bytes, at most %d allowed", ErrInvalidName, len(name), MaxNameLength)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidName, name)
+	if err := names.Check(name, MaxNameLength); err != nil && !errors.Is(err, names.ErrDotSegment) {
+		return fmt.Errorf("%w: %w", ErrInvalidName, err)
 	}
-	for _, r := range name {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("%w: %q contains control character %U", ErrInvalidName, name, r)
-		}
+	return nil
+}
+
+// validateNewName checks the name of a list [Open] may create
+// (internal/names: the dashboard must be able to link to it).
+func validateNewName(name string) error {
+	if err := names.Check(name, MaxNameLength); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidName, err)
 	}
 	return nil
 }

@@ -135,13 +135,14 @@ func WithTracerProvider(tp trace.TracerProvider) ListOption {
 // The name is data: it is bound as a query parameter and never spliced into
 // SQL, so any text is safe. It must be non-empty UTF-8 of at most
 // [MaxNameLength] bytes without control characters, so that it prints
-// cleanly in logs and status output; anything else fails with
+// cleanly in logs and status output, and neither "." nor "..", which no
+// URL path can carry to the dashboard; anything else fails with
 // [ErrInvalidName].
 func Open(ctx context.Context, db *sqlx.DB, name string, opts ...ListOption) (*List, error) {
 	if db == nil {
 		return nil, fmt.Errorf("todolist: open: %w: db must not be nil", ErrInvalidArgument)
 	}
-	if err := validateName(name); err != nil {
+	if err := validateNewName(name); err != nil {
 		return nil, err
 	}
 	l := &List{db: db, name: name, clock: clockwork.NewRealClock()}

@@ -25,6 +25,8 @@ func TestOpenValidatesTheName(t *testing.T) {
 		"tab\there":              "control character",
 		"nul\x00":                "control character",
 		"\xffbad":                "not valid UTF-8",
+		".":                      "cannot be carried in a URL path",
+		"..":                     "cannot be carried in a URL path",
 	} {
 		_, err := todolist.Open(ctx, db.DB, name)
 		require.ErrorIs(t, err, todolist.ErrInvalidName, "name %q", name)

@@ -34,6 +34,10 @@ func TestReadListPageAgreesWithReadingListByList(t *testing.T) {
 				name = fmt.Sprintf("Orders_%02d", i)
 			case 2:
 				name = fmt.Sprintf("orders%%%02d", i)
+			case 3:
+				// A letter only Unicode's mapping lowers: SQLite's own
+				// lower() folds ASCII alone.
+				name = fmt.Sprintf("list-Équipe-%02d", i)
 			}
 			l := openList(t, db, name, todolist.WithListClock(clock))
 			// Few distinct counts, so that orders tie and the name decides.
@@ -104,7 +108,7 @@ func TestReadListPageAgreesWithReadingListByList(t *testing.T) {
 		kinds := map[string]bool{}
 		for filter, keep := range filters {
 			for sort, order := range orders {
-				for _, match := range []string{"", "ORDERS", "%", "_0", "nothing"} {
+				for _, match := range []string{"", "ORDERS", "%", "_0", "nothing", "é", "ÉQUIPE"} {
 					var want []todolist.ListPageRow
 					for _, r := range all {
 						if keep(r) && strings.Contains(strings.ToLower(r.Name), strings.ToLower(match)) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
-	"github.com/mattn/go-sqlite3"
 )
 
 // Dialect names the SQL engine behind a [DB].
@@ -118,7 +117,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		}
 		db = sqlx.NewDb(sql.OpenDB(sqliteConnector{
 			dsn:         sqliteDSN,
-			driver:      &sqlite3.SQLiteDriver{},
+			driver:      newSQLiteDriver(),
 			readOnly:    isReadOnlyDSN(dsn),
 			busyTimeout: busyTimeout,
 		}), "sqlite3")

@@ -117,10 +117,13 @@ func openRead(ctx context.Context, dsn string, live bool) (*sqldb.DB, error) {
 	if pgConfig != nil {
 		db = sqlx.NewDb(stdlib.OpenDB(*pgConfig), driver)
 	} else {
-		var err error
-		if db, err = sqlx.Open(driver, open); err != nil {
+		// passage's SQLite driver, whose lower() folds the letters
+		// PostgreSQL's does (sqldb's fold.go), under sqlx's name for it.
+		sqlDB, err := sql.Open(sqldb.SQLiteDriverName, open)
+		if err != nil {
 			return nil, fmt.Errorf("--db: %w", err)
 		}
+		db = sqlx.NewDb(sqlDB, driver)
 	}
 	sqldb.Bound(db.DB, dialect, maxConns)
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
