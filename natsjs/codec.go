@@ -2,9 +2,7 @@ package natsjs
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -73,45 +71,4 @@ func encode(prefix string, event any) (*nats.Msg, error) {
 // the two publishes it: instants in UTC, where RFC 3339 loses nothing.
 func skippedID(s tick.TicksSkipped) string {
 	return fmt.Sprintf("%s/%s/%s..%s", skippedToken, s.Unit, s.From.UTC().Format(time.RFC3339Nano), s.To.UTC().Format(time.RFC3339Nano))
-}
-
-// errNotTime is decode's answer for a subject under the prefix that
-// holds no passage of time: one of more than one token that is not a
-// skip report's, such as the schedule runs "ticker run --nats" publishes
-// to <prefix>.schedule.<name> on the same stream. A Consumer acks it
-// and passes it by; it is not undecodable, only someone else's.
-var errNotTime = errors.New("natsjs: not the passage of time")
-
-// decode turns a message published under prefix back into the event: a
-// tick.MinuteHasPassed for <prefix>.minute and so on, a tick.TicksSkipped
-// for <prefix>.skipped.<unit>. A subject of more tokens under prefix is
-// errNotTime; other errors wrap ErrUndecodable.
-func decode(prefix, subject string, data []byte) (any, error) {
-	rest, ok := strings.CutPrefix(subject, prefix+".")
-	if !ok {
-		return nil, fmt.Errorf("%w: subject %q is not under %q", ErrUndecodable, subject, prefix)
-	}
-	unit, skipped := strings.CutPrefix(rest, skippedToken+".")
-	if !skipped && strings.Contains(rest, ".") {
-		return nil, fmt.Errorf("%w: %s", errNotTime, subject)
-	}
-	if skipped {
-		var s tick.TicksSkipped
-		if err := json.Unmarshal(data, &s); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrUndecodable, subject, err)
-		}
-		if s.Unit != tick.Unit(unit) {
-			return nil, fmt.Errorf("%w: %s: a skip report of unit %q", ErrUndecodable, subject, s.Unit)
-		}
-		return s, nil
-	}
-	var p tick.Passage
-	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrUndecodable, subject, err)
-	}
-	ev, err := tick.NewEvent(tick.Unit(rest), p)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrUndecodable, subject, err)
-	}
-	return ev, nil
 }

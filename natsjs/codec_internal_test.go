@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/tick"
@@ -51,7 +52,7 @@ func TestDecodeTellsWhatIsNotTime(t *testing.T) {
 		"passage.time.schedule.poll.skipped",
 		"passage.time.minute.extra",
 	} {
-		_, err := decode("passage.time", subject, []byte(`{"type":"ScheduleRun"}`))
+		_, err := decode("passage.time", wire{subject: subject, data: []byte(`{"type":"ScheduleRun"}`)})
 		require.ErrorIs(t, err, errNotTime, subject)
 		require.NotErrorIs(t, err, ErrUndecodable, subject)
 	}
@@ -60,8 +61,13 @@ func TestDecodeTellsWhatIsNotTime(t *testing.T) {
 		{"passage.time.skipped.hour.x", `{"Unit":"hour"}`},
 		{"passage.time.schedule", `{"type":"ScheduleRun"}`},
 	} {
-		_, err := decode("passage.time", bad.subject, []byte(bad.data))
+		_, err := decode("passage.time", wire{subject: bad.subject, data: []byte(bad.data)})
 		require.ErrorIs(t, err, ErrUndecodable, bad.subject)
 		require.NotErrorIs(t, err, errNotTime, bad.subject)
 	}
+}
+
+// wireOf is the message decode reads of msg.
+func wireOf(msg *nats.Msg) wire {
+	return wire{subject: msg.Subject, header: msg.Header, data: msg.Data}
 }

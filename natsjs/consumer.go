@@ -24,6 +24,17 @@ import (
 // "ticker run --nats", <prefix>.schedule.<name>) are not time: it acks
 // them without a handler.
 //
+// A message reaches the handlers only if it is the event its subject
+// names: a known unit, every field present, the boundary a boundary of
+// the unit in the offset it carries, the emission not before it, the
+// fields of a skip report consistent, and its Nats-Msg-Id the id the body
+// makes. Anything else is poison (see PoisonReason): terminated, so that
+// it neither comes back nor holds back the stream, counted by reason
+// (Stats, and the metric of WithMeterProvider) and logged once with at
+// most 1 KiB of its body. A domain event's JSON, a skip report on a
+// minute's subject or JSON null never reach a handler as a minute at
+// 0001-01-01, nor a Once handler's transaction.
+//
 // One message is in flight at a time, in stream order. It is acked once
 // the local Publish returned nil — every handler succeeded — and the
 // server has confirmed the ack. A failed Publish is negatively acked with
@@ -46,6 +57,7 @@ type Consumer struct {
 	local   tick.Publisher
 	cfg     consumerConfig
 	stats   consumerCounters
+	tel     consumerTelemetry
 
 	mu      sync.Mutex
 	running bool
@@ -79,7 +91,7 @@ func NewConsumer(js jetstream.JetStream, prefix, durable string, local tick.Publ
 			return nil, err
 		}
 	}
-	return &Consumer{js: js, prefix: prefix, durable: durable, local: local, cfg: cfg}, nil
+	return &Consumer{js: js, prefix: prefix, durable: durable, local: local, cfg: cfg, tel: newConsumerTelemetry(cfg.meters, durable)}, nil
 }
 
 // Start creates the durable consumer on the stream storing prefix's
@@ -191,8 +203,10 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.Nak()
 		return
 	}
-	log := c.cfg.logger.With("consumer", c.durable, "message", m.ID, "subject", m.Subject, "delivered", m.Delivered)
-	ev, err := decode(c.prefix, m.Subject, msg.Data())
+	// Bounded: a message's id and subject are whatever its publisher
+	// sent.
+	log := c.cfg.logger.With("consumer", c.durable, "message", cut(m.ID, maxSubjectLen), "subject", cut(m.Subject, maxSubjectLen), "delivered", m.Delivered)
+	ev, err := decode(c.prefix, wire{subject: m.Subject, header: msg.Headers(), data: msg.Data()})
 	if errors.Is(err, errNotTime) {
 		// Another publisher's message on the stream (a schedule's run
 		// from "ticker run --nats"): no handler of time wants it, and it
@@ -204,13 +218,7 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	if err != nil {
-		// It would fail the same way at every delivery and hold back the
-		// messages after it for good.
-		log.Error("natsjs: consumer terminates a message it cannot decode", "error", err)
-		c.stats.terminated.Add(1)
-		if err := msg.Term(); err != nil {
-			log.Error("natsjs: consumer could not terminate a message", "error", err)
-		}
+		c.terminate(ctx, msg, log, err)
 		return
 	}
 	stop := c.keepInProgress(msg, log)
@@ -236,6 +244,30 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	c.stats.handled.Add(1)
+}
+
+// terminate tells the server never to deliver msg again, for it is not
+// the event its subject names (err, a *PoisonError): it would fail the
+// same way at every delivery and hold back the messages after it for
+// good. It is counted by reason and logged once, with at most 1 KiB of
+// its body.
+func (c *Consumer) terminate(ctx context.Context, msg jetstream.Msg, log *slog.Logger, err error) {
+	reason := PoisonMalformed
+	var p *PoisonError
+	if errors.As(err, &p) {
+		reason = p.Reason
+	}
+	c.stats.terminated.Add(1)
+	c.stats.poison(reason).Add(1)
+	c.tel.poison(ctx, reason)
+	log.Error("natsjs: consumer terminates a message that is not the event its subject names",
+		"reason", string(reason), "error", err, "size", len(msg.Data()), "excerpt", excerpt(msg.Data()))
+	// Term, not TermWithReason: servers before 2.10 take "+TERM <reason>"
+	// for no ack at all, and the message would hold the stream back.
+	if err := msg.Term(); err != nil {
+		// The ack wait brings it back, and it is terminated then.
+		log.Error("natsjs: consumer could not terminate a message", "error", err)
+	}
 }
 
 // publish calls the local publisher, turning a panic into an error: a
@@ -286,9 +318,12 @@ type ConsumerStats struct {
 	Handled int64
 	// Failed counts deliveries whose handlers failed, negatively acked.
 	Failed int64
-	// Terminated counts messages that could not be decoded, which the
-	// server was told never to deliver again.
+	// Terminated counts messages that were not the event their subject
+	// names (poison), which the server was told never to deliver again.
 	Terminated int64
+	// Poison counts the terminated messages by reason; a reason none had
+	// is absent.
+	Poison map[PoisonReason]int64
 	// AckFailures counts handled messages whose ack failed: they come back.
 	AckFailures int64
 	// InProgress counts the in-progress acks sent while handlers ran.
@@ -297,11 +332,27 @@ type ConsumerStats struct {
 
 type consumerCounters struct {
 	handled, failed, terminated, ackFailures, inProgress atomic.Int64
+	byReason                                             [len(reasonOrder)]atomic.Int64
+}
+
+// poison is reason's counter.
+func (s *consumerCounters) poison(reason PoisonReason) *atomic.Int64 {
+	return &s.byReason[reasonIndex(reason)]
 }
 
 // Stats returns the consumer's counters.
 func (c *Consumer) Stats() ConsumerStats {
+	var poison map[PoisonReason]int64
+	for _, r := range reasonOrder {
+		if n := c.stats.poison(r).Load(); n > 0 {
+			if poison == nil {
+				poison = map[PoisonReason]int64{}
+			}
+			poison[r] = n
+		}
+	}
 	return ConsumerStats{
+		Poison:      poison,
 		Handled:     c.stats.handled.Load(),
 		Failed:      c.stats.failed.Load(),
 		Terminated:  c.stats.terminated.Load(),

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 )
 
 // ConsumerOption configures a Consumer in NewConsumer. Each option checks
@@ -15,6 +17,7 @@ type consumerConfig struct {
 	ackWait              time.Duration
 	retryFirst, retryMax time.Duration
 	logger               *slog.Logger
+	meters               metric.MeterProvider
 }
 
 func consumerDefaults() consumerConfig {
@@ -60,14 +63,37 @@ func WithRetryBackoff(first, max time.Duration) ConsumerOption {
 	}
 }
 
-// WithLogger sets where failed handlers, undecodable messages and failed
-// acks are logged (default: slog.Default()).
+// WithLogger sets where failed handlers, poison messages (one record
+// each, with at most 1 KiB of the body) and failed acks are logged
+// (default: slog.Default()).
 func WithLogger(logger *slog.Logger) ConsumerOption {
 	return func(c *consumerConfig) error {
 		if logger == nil {
 			return fmt.Errorf("%w: WithLogger: logger must not be nil", ErrInvalidOption)
 		}
 		c.logger = logger
+		return nil
+	}
+}
+
+// WithMeterProvider sets the OpenTelemetry meter provider the consumer
+// records its metrics with (default: the global one, otel.GetMeterProvider(),
+// read in NewConsumer):
+//
+//   - passage.natsjs.consumer.poison (counter, {message}): messages
+//     terminated because they were not the event their subject names,
+//     with the attributes "consumer" (the durable name) and "reason" (a
+//     PoisonReason: a fixed set), each recorded at zero in NewConsumer so
+//     that the series exist before the first.
+//
+// With the API's no-op provider, or the global one while no SDK is
+// installed, recording costs no allocation.
+func WithMeterProvider(mp metric.MeterProvider) ConsumerOption {
+	return func(c *consumerConfig) error {
+		if mp == nil {
+			return fmt.Errorf("%w: WithMeterProvider: meter provider must not be nil", ErrInvalidOption)
+		}
+		c.meters = mp
 		return nil
 	}
 }

@@ -48,7 +48,11 @@
 // durable JetStream consumer and publishes each event, typed again
 // (tick.MinuteHasPassed, …), on the service's local bus, so that
 // todolist.Handle[tick.MinuteHasPassed] and every other handler of the
-// passage of time work unchanged in a service that runs no ticker. One
+// passage of time work unchanged in a service that runs no ticker. Only
+// what is the event its subject names reaches them: a message of an
+// unknown unit, with a field missing, a boundary that is none, fields
+// that disagree or a Nats-Msg-Id that is not its event's is poison,
+// terminated, counted by [PoisonReason] and logged once, bounded. One
 // message is in flight at a time, in stream order; it is acked once every
 // handler succeeded, delivered again with backoff when one failed, and
 // kept while a slow handler runs (in-progress acks every third of the ack

@@ -22,10 +22,13 @@ var (
 	// ErrUnsupportedEvent is returned by Publisher.Publish for a value that
 	// is neither a tick.Event nor a tick.TicksSkipped.
 	ErrUnsupportedEvent = errors.New("natsjs: unsupported event")
-	// ErrUndecodable is what a Consumer reports for a message it cannot
-	// turn into an event (a subject it does not know, a body that is not
-	// the JSON a Publisher writes). It terminates such a message: it would
-	// fail the same way at every redelivery.
+	// ErrUndecodable is what a Consumer reports for a message that is not
+	// the event its subject names — poison: an unknown unit, a body that
+	// is not the JSON a Publisher writes or lacks a field, an instant that
+	// is no boundary, fields that disagree, a Nats-Msg-Id that is not the
+	// event's. It terminates such a message (it would fail the same way at
+	// every redelivery), counts it by reason and logs it once; the error
+	// is a *PoisonError saying which.
 	ErrUndecodable = errors.New("natsjs: undecodable message")
 	// ErrNoMessageID is returned by a handler made with Once for an event
 	// that came with no message id (not through a Consumer) and has no

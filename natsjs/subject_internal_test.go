@@ -36,28 +36,31 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	monrovia, err := time.LoadLocation("Africa/Monrovia")
 	require.NoError(t, err)
 	at := time.Date(1970, 1, 1, 0, 0, 0, 0, monrovia) // -00:44:30
-	p := tick.Passage{At: at, Since: at.Add(-time.Hour), EmittedAt: at.Add(3 * time.Second), CatchUp: true}
 	for _, u := range tick.Units() {
+		// The unit's boundary at or before at (a Monday for the week),
+		// and the one before it.
+		b := tick.Previous(u, at, monrovia)
+		p := tick.Passage{At: b, Since: tick.Previous(u, b.Add(-time.Nanosecond), monrovia), EmittedAt: at.Add(3 * time.Second), CatchUp: true}
 		ev, err := tick.NewEvent(u, p)
 		require.NoError(t, err)
 		msg, err := encode("passage.time", ev)
 		require.NoError(t, err)
 		require.Equal(t, "passage.time."+string(u), msg.Subject)
 		require.Equal(t, ev.ID(), msg.Header.Get("Nats-Msg-Id"))
-		back, err := decode("passage.time", msg.Subject, msg.Data)
+		back, err := decode("passage.time", wireOf(msg))
 		require.NoError(t, err)
 		require.IsType(t, ev, back)
 		require.Equal(t, ev.Boundary().Format(time.RFC3339Nano), back.(tick.Event).Boundary().Format(time.RFC3339Nano))
 		_, offset := back.(tick.Event).Boundary().Zone()
 		require.Equal(t, -(44*60 + 30), offset)
-		require.True(t, back.(tick.Event).Boundary().Equal(at))
+		require.True(t, back.(tick.Event).Boundary().Equal(b))
 	}
 	skipped := tick.TicksSkipped{Unit: tick.Hour, From: at, To: at.Add(5 * time.Hour), Count: 6, Policy: "latest-only", EmittedAt: at.Add(6 * time.Hour)}
 	msg, err := encode("passage.time", skipped)
 	require.NoError(t, err)
 	require.Equal(t, "passage.time.skipped.hour", msg.Subject)
 	require.Equal(t, "skipped/hour/1970-01-01T00:44:30Z..1970-01-01T05:44:30Z", msg.Header.Get("Nats-Msg-Id"))
-	back, err := decode("passage.time", msg.Subject, msg.Data)
+	back, err := decode("passage.time", wireOf(msg))
 	require.NoError(t, err)
 	require.IsType(t, skipped, back)
 	require.True(t, back.(tick.TicksSkipped).From.Equal(skipped.From))
@@ -71,7 +74,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{"passage.time.minute", `not json`},
 		{"passage.time.skipped.hour", `{"Unit":"day"}`},
 	} {
-		_, err := decode("passage.time", bad.subject, []byte(bad.data))
+		_, err := decode("passage.time", wire{subject: bad.subject, data: []byte(bad.data)})
 		require.ErrorIs(t, err, ErrUndecodable, "%s %s", bad.subject, bad.data)
 	}
 }

@@ -110,8 +110,9 @@ func (e Env) clock() clockwork.Clock {
 // exit). A signal must always end the program, even when a computation
 // never yields.
 func Main(ctx context.Context, args []string, env Env) int {
-	args = asPeopleTypeThem(args)
 	root := Command(env)
+	onceOnly(root)
+	args = gnuStyle(root, asPeopleTypeThem(args))
 	// The command the line names, for its grace and its name in the
 	// abandoning line; Execute finds the same.
 	target, _, _ := root.Find(args)
@@ -141,7 +142,10 @@ func Main(ctx context.Context, args []string, env Env) int {
 // the process, on stderr and in the exit code. A command's error is
 // printed after its path: "ticker run: …", "ticker schedule: add: …".
 func exitCode(ctx context.Context, env Env, executed *cobra.Command, err error) int {
-	prefix := "ticker " + strings.Join(strings.Fields(executed.CommandPath())[1:], ": ")
+	prefix := strings.Join(strings.Fields(executed.CommandPath()), ": ")
+	if executed.HasParent() {
+		prefix = "ticker " + strings.TrimPrefix(prefix, "ticker: ")
+	}
 	switch {
 	case err == nil:
 		return ExitOK

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
 )
 
 // command is a subcommand of a group that parses its own flags.
@@ -34,15 +36,6 @@ type flagSet struct {
 	getenv func(string) string
 }
 
-// defaultDB is the --db of every command that works on the ticker's
-// database when neither --db nor $PASSAGE_DB (dbEnv) names another.
-const defaultDB = "passage.db"
-
-// dbEnv names the environment variable that replaces defaultDB as the
-// default of --db: a PostgreSQL DSN holding a password is then kept out
-// of the command line, which ps shows to every user of the machine.
-const dbEnv = "PASSAGE_DB"
-
 // dbFromEnv makes $PASSAGE_DB the value of a --db flag whose default is
 // defaultDB before the command line is parsed, so that a --db given
 // there still wins.
@@ -66,13 +59,13 @@ func newFlagSet(env Env, name, usage string) *flagSet {
 	fs.Usage = func() {}
 	return &flagSet{FlagSet: fs, getenv: env.getenv, help: func() {
 		// PrintDefaults reads each flag's type and default off its value:
-		// show the flag's own, not the onceValue that wraps it for the
+		// show the flag's own, not the legacyOnce that wraps it for the
 		// parse (whose zero value has none, and made PrintDefaults panic).
 		fs.VisitAll(func(f *flag.Flag) {
 			switch o := f.Value.(type) {
-			case *onceBool:
+			case *legacyOnceBool:
 				f.Value = o.Value
-			case *onceValue:
+			case *legacyOnce:
 				f.Value = o.Value
 			}
 		})
@@ -106,10 +99,10 @@ func parseFlags(fs *flagSet, args []string) error {
 			return
 		}
 		if b, ok := f.Value.(boolValue); ok && b.IsBoolFlag() {
-			f.Value = &onceBool{onceValue{Value: f.Value}}
+			f.Value = &legacyOnceBool{legacyOnce{Value: f.Value}}
 			return
 		}
-		f.Value = &onceValue{Value: f.Value}
+		f.Value = &legacyOnce{Value: f.Value}
 	})
 	return parseMore(fs, args)
 }
@@ -126,14 +119,14 @@ func parseMore(fs *flagSet, args []string) error {
 	return nil
 }
 
-// onceValue refuses a second value for a flag.
-type onceValue struct {
+// legacyOnce refuses a second value for a flag.
+type legacyOnce struct {
 	flag.Value
 	set   bool
 	first string
 }
 
-func (o *onceValue) Set(v string) error {
+func (o *legacyOnce) Set(v string) error {
 	if o.set {
 		return fmt.Errorf("given twice (%q and %q): give it once", o.first, v)
 	}
@@ -147,9 +140,18 @@ type boolValue interface {
 	IsBoolFlag() bool
 }
 
-// onceBool is onceValue for a boolean flag, which flag must still see as
+// legacyOnceBool is legacyOnce for a boolean flag, which flag must still see as
 // one (-once, not -once=true).
-type onceBool struct{ onceValue }
+type legacyOnceBool struct{ legacyOnce }
 
-func (o *onceBool) IsBoolFlag() bool { return true }
+func (o *legacyOnceBool) IsBoolFlag() bool { return true }
 
+// openReadOnly is openRead for the commands not yet on database.
+func openReadOnly(ctx context.Context, dsn string) (*sqldb.DB, error) {
+	return openRead(ctx, dsn, 0, false)
+}
+
+// openLiveReadOnly is openRead, live, for the commands not yet on database.
+func openLiveReadOnly(ctx context.Context, dsn string) (*sqldb.DB, error) {
+	return openRead(ctx, dsn, 0, true)
+}

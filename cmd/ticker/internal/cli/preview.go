@@ -1,57 +1,77 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/tick"
 )
 
-func previewCommand(_ context.Context, env Env, args []string) error {
-	fs := newFlagSet(env, "preview", "--unit day --tz Europe/Warsaw [--from T] [-n 10]")
-	unitName := fs.String("unit", "day", "unit: minute, hour, day, week, month, quarter or year")
-	tz := fs.String("tz", "UTC", "IANA time zone the boundaries are computed in")
-	from := fs.String("from", "", "list the boundaries after this time, default now: "+timeRule)
-	n := fs.Int("n", 10, "how many boundaries to list (1–10000)")
-	if err := parse(fs, args); err != nil {
-		return err
+// previewConfig is "ticker preview" validated: the boundaries of unit
+// in loc after from, n of them.
+type previewConfig struct {
+	unit tick.Unit
+	loc  *time.Location
+	from time.Time
+	n    int
+}
+
+func previewCommand(env Env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "preview --unit day --tz Europe/Warsaw [--from T] [-n 10]",
+		Short: "list the next boundaries of a unit in a time zone",
+		Args:  noArgs,
 	}
-	unit, err := tick.ParseUnit(*unitName)
-	if err != nil {
-		return usagef("--unit %q: %v", *unitName, err)
-	}
-	loc, err := loadLocation(*tz)
-	if err != nil {
-		return err
-	}
-	if *n < 1 || *n > 10000 {
-		return usagef("-n %d: must be between 1 and 10000", *n)
-	}
-	start := env.clock().Now().In(loc)
-	if *from != "" {
-		if start, err = parseTime("from", *from, loc); err != nil {
+	unit := c.Flags().String("unit", "day", "unit: minute, hour, day, week, month, quarter or year")
+	tz := addTZ(c, "IANA time zone the boundaries are computed in")
+	from := c.Flags().String("from", "", "list the boundaries after this time, default now: "+timeRule)
+	n := addCount(c, "boundaries")
+	c.RunE = func(*cobra.Command, []string) error {
+		var cfg previewConfig
+		var err error
+		if cfg.unit, err = tick.ParseUnit(*unit); err != nil {
+			return usagef("--unit %q: %v", *unit, err)
+		}
+		if cfg.loc, err = tz.location(); err != nil {
 			return err
 		}
+		if err := checkCount(*n); err != nil {
+			return err
+		}
+		cfg.n = *n
+		cfg.from = env.clock().Now().In(cfg.loc)
+		if *from != "" {
+			if cfg.from, err = parseTime("from", *from, cfg.loc); err != nil {
+				return err
+			}
+		}
+		return preview(env, cfg)
 	}
+	return c
+}
 
+// preview lists the boundaries cfg asks for, with their lengths and what
+// is unusual about them.
+func preview(env Env, cfg previewConfig) error {
 	nextBoundary := env.next
 	if nextBoundary == nil {
 		nextBoundary = tick.Next
 	}
-	fmt.Fprintf(env.Stdout, "Next %d %s boundaries in %s after %s:\n", *n, unit, loc, timefmt.Format(start))
+	fmt.Fprintf(env.Stdout, "Next %d %s boundaries in %s after %s:\n", cfg.n, cfg.unit, cfg.loc, timefmt.Format(cfg.from))
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BOUNDARY\tWEEKDAY\tLENGTH\tNOTE")
-	b := nextBoundary(unit, start, loc)
-	for range *n {
+	b := nextBoundary(cfg.unit, cfg.from, cfg.loc)
+	for range cfg.n {
 		if !readsBack(b) {
 			fmt.Fprintf(env.Stderr, "no more boundaries: the next, %s, is after the last instant RFC 3339 can write (%s)\n",
 				b.Format("2006-01-02 15:04 -07:00"), lastWritable)
 			break
 		}
-		next := nextBoundary(unit, b, loc)
+		next := nextBoundary(cfg.unit, b, cfg.loc)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", timefmt.Format(b), b.Format("Mon"), next.Sub(b), note(b, next))
 		b = next
 	}

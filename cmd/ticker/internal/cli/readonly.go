@@ -31,19 +31,16 @@ import (
 // in another journal mode that is committing right then.
 const readOnlyBusyTimeout = 500 * time.Millisecond
 
-// openReadOnly opens dsn for reading only and creates nothing: a SQLite
+// openRead opens dsn for reading only and creates nothing: a SQLite
 // path that does not exist is an error, not a new file, and the connection
 // is opened with mode=ro and without immediate transactions (immutable when
 // no process has the file open, see quiescentWAL); a PostgreSQL session is
-// read-only (default_transaction_read_only). It suits a command that reads
-// once and ends; a server that keeps reading opens with openLiveReadOnly.
-func openReadOnly(ctx context.Context, dsn string) (*sqldb.DB, error) {
-	return openRead(ctx, dsn, false)
-}
-
-// openLiveReadOnly is openReadOnly for a process that keeps reading
-// ("ticker serve"): it sees every write committed after it opened. A
-// SQLite file is never opened immutable, which would read the file as it
+// read-only (default_transaction_read_only). That suits a command that
+// reads once and ends (database.readOnly).
+//
+// live is for a process that keeps reading ("ticker serve",
+// database.liveReadOnly): it sees every write committed after it opened.
+// A SQLite file is never opened immutable, which would read the file as it
 // was at the open and miss whatever writers commit to the -wal file next.
 // It is opened read-write with PRAGMA query_only, so that nothing is
 // written through it and the last connection to close, if it is this one,
@@ -53,18 +50,16 @@ func openReadOnly(ctx context.Context, dsn string) (*sqldb.DB, error) {
 // files behind. Whether the file is writable is not asked of the file:
 // opening it from Go and closing it would release the locks this
 // process's SQLite connections hold on it (internal/sqldb/sqlite.go).
-func openLiveReadOnly(ctx context.Context, dsn string) (*sqldb.DB, error) {
-	return openRead(ctx, dsn, true)
-}
-
-func openRead(ctx context.Context, dsn string, live bool) (*sqldb.DB, error) {
+//
+// The pool holds at most maxConns connections, as sqldb.Open's does
+// (0: a PostgreSQL DSN's pool_max_conns, else the dialect's default).
+func openRead(ctx context.Context, dsn string, maxConns int, live bool) (*sqldb.DB, error) {
 	dsn = strings.TrimSpace(dsn)
 	var (
 		driver   = "sqlite3"
 		dialect  = sqldb.SQLite
 		open     string
 		pgConfig *pgx.ConnConfig
-		maxConns int // pool_max_conns, else the dialect's default bound
 	)
 	switch {
 	case dsn == "":
@@ -74,8 +69,12 @@ func openRead(ctx context.Context, dsn string, live bool) (*sqldb.DB, error) {
 		if err != nil {
 			return nil, usagef("--db: %s", strings.TrimPrefix(err.Error(), sqldb.ErrBadDSN.Error()+": "))
 		}
-		if maxConns, err = sqldb.PoolMaxConns(cfg); err != nil {
+		fromDSN, err := sqldb.PoolMaxConns(cfg)
+		if err != nil {
 			return nil, usagef("--db: %s", strings.TrimPrefix(err.Error(), sqldb.ErrBadDSN.Error()+": "))
+		}
+		if maxConns == 0 {
+			maxConns = fromDSN
 		}
 		cfg.RuntimeParams["default_transaction_read_only"] = "on"
 		driver, dialect, pgConfig = "pgx", sqldb.Postgres, cfg
@@ -208,7 +207,7 @@ func hasState(tables map[string]bool) bool {
 // redact is dsn without a password, for error messages (sqldb.Redact).
 func redact(dsn string) string { return sqldb.Redact(dsn) }
 
-// snapshot is a database opened read-only (openReadOnly) and one
+// snapshot is a database opened read-only (openRead) and one
 // read-only transaction over it — a consistent view, deferred on SQLite (a
 // reader, which never waits for WAL writers) and READ ONLY on PostgreSQL —
 // with the tables the database holds.
@@ -218,9 +217,10 @@ type snapshot struct {
 	tables map[string]bool
 }
 
-// openSnapshot opens dsn as a snapshot; close ends it.
-func openSnapshot(ctx context.Context, dsn string) (*snapshot, error) {
-	db, err := openReadOnly(ctx, dsn)
+// openSnapshot opens dsn as a snapshot, its pool bounded at maxConns;
+// close ends it.
+func openSnapshot(ctx context.Context, dsn string, maxConns int) (*snapshot, error) {
+	db, err := openRead(ctx, dsn, maxConns, false)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,12 @@ import (
 	"github.com/spf13/cobra"
 )
 
+func init() {
+	// The commands in the order of the help: what runs, what reads, what
+	// changes, then the rest.
+	cobra.EnableCommandSorting = false
+}
+
 // Command is the ticker command tree on env: the root "ticker" and a
 // command for each of its subcommands. Main executes it; the flag
 // reference in docs/reference is generated from it.
@@ -34,17 +40,28 @@ func Command(env Env) *cobra.Command {
 	root.SetErr(env.Stderr)
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) { printHelp(c) })
 	root.SetHelpCommand(helpCommand(root))
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		legacy(env, "run", "publish the passage of time (JSON lines on stdout, or webhooks)", runCommand),
-		legacy(env, "status", "show each unit's cursor and lease, and every to-do list's backlog", statusCommand),
-		legacy(env, "preview", "list the next boundaries of a unit in a time zone", previewCommand),
+		statusCommand(env),
+		previewCommand(env),
 		legacy(env, "schedule", "schedules that send commands: "+names(scheduleCommands()), scheduleCommand),
 		legacy(env, "workflow", "durable workflow instances: "+names(workflowCommands()), workflowCommand),
 		legacy(env, "serve", "serve the dashboard alone (no ticker): read-only unless given an admin token", serveCommand),
 		legacy(env, "demo", "run the ordering example end to end on an accelerated clock", demoCommand),
-		legacy(env, "version", "print the version", versionCommand),
+		versionCommand(env),
 	)
+	synopses(root)
 	return root
+}
+
+// synopses makes each command's usage line its Use as written, which
+// shows its flags: cobra would add "[flags]" after it.
+func synopses(c *cobra.Command) {
+	c.DisableFlagsInUseLine = true
+	for _, sub := range c.Commands() {
+		synopses(sub)
+	}
 }
 
 // helpCommand is "ticker help [command]": the help of the command named,
@@ -60,6 +77,7 @@ func helpCommand(root *cobra.Command) *cobra.Command {
 			if err != nil || len(rest) > 0 {
 				return rootError{`unknown command "` + strings.Join(args, " ") + `" (run "ticker -h")`}
 			}
+			target.InitDefaultHelpFlag() // listed in the help, as on --help
 			return target.Help()
 		},
 		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {

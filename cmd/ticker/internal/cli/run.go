@@ -44,11 +44,6 @@ func (f *runFlags) given(name string) bool {
 	return set
 }
 
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
 func runCommand(ctx context.Context, env Env, args []string) error {
 	var f runFlags
 	fs := newFlagSet(env, "run", "[--db passage.db] [--units minute,hour,day] [--tz UTC] [--once | --until T] [--webhook URL]... [--nats URL]")

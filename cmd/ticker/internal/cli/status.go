@@ -2,49 +2,61 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/passage-of-time/passage/dashboard"
 	"github.com/passage-of-time/passage/internal/timefmt"
 )
 
-func statusCommand(ctx context.Context, env Env, args []string) error {
-	fs := newFlagSet(env, "status", "[--db passage.db] [--tz UTC] [--json]")
-	dsn := fs.String("db", "passage.db", "SQLite file or postgres:// DSN the ticker runs on, opened read-only: status never creates, migrates or locks it")
-	tz := fs.String("tz", "UTC", "IANA time zone to compute and show boundaries in")
-	asJSON := fs.Bool("json", false, "print JSON instead of tables")
-	if err := parse(fs, args); err != nil {
-		return err
+func statusCommand(env Env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "status [--db passage.db] [--tz UTC] [--json]",
+		Short: "show each unit's cursor and lease, and every to-do list's backlog",
+		Args:  noArgs,
 	}
-	loc, err := loadLocation(*tz)
-	if err != nil {
-		return err
+	dbf := addDB(c, env, "SQLite file or postgres:// DSN the ticker runs on, opened read-only: status never creates, migrates or locks it")
+	tz := addTZ(c, "IANA time zone to compute and show boundaries in")
+	asJSON := addJSON(c, "print JSON instead of tables")
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		loc, err := tz.location()
+		if err != nil {
+			return err
+		}
+		db, err := dbf.database()
+		if err != nil {
+			return err
+		}
+		return status(c.Context(), env, db, loc, *asJSON)
 	}
+	return c
+}
+
+// status prints what db holds of the tickers and the to-do lists, times
+// in loc.
+func status(ctx context.Context, env Env, db database, loc *time.Location, asJSON bool) error {
 	// Read-only: status never migrates, never takes the write lock and
 	// never creates a file or a table (readonly.go).
-	snap, err := openSnapshot(ctx, *dsn)
+	snap, err := db.snapshot(ctx)
 	if err != nil {
 		return err
 	}
 	defer snap.close()
-	tx, tables := snap.tx, snap.tables
-	if !hasState(tables) {
-		return fmt.Errorf("--db %s: %w", redact(*dsn), errNoState)
+	if !hasState(snap.tables) {
+		return fmt.Errorf("--db %s: %w", db, errNoState)
 	}
 	// The same function serves the dashboard's /api/status, so the two
 	// never differ.
-	report, err := dashboard.ReadStatus(ctx, tx, env.clock().Now(), loc)
+	report, err := dashboard.ReadStatus(ctx, snap.tx, env.clock().Now(), loc)
 	if err != nil {
 		return err
 	}
-
-	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(report)
+	if asJSON {
+		return printJSON(env, report)
 	}
 	return printStatus(env, report)
 }

@@ -301,7 +301,7 @@ func scheduleListCommand(ctx context.Context, env Env, args []string) error {
 	}
 	// Read-only, like status: the schedule package would create its
 	// tables in a database that has none (readonly.go).
-	snap, err := openSnapshot(ctx, *dsn)
+	snap, err := openSnapshot(ctx, *dsn, 0)
 	if err != nil {
 		return err
 	}

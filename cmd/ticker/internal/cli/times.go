@@ -131,4 +131,3 @@ func offsets(ts []time.Time) string {
 	}
 	return strings.Join(out, " and ")
 }
-

@@ -70,7 +70,7 @@ var errNoInstances = errors.New("no workflows: the event store holds no workflow
 // openWorkflows opens dsn read-only in a read-only transaction and checks
 // that it has the event store's table; done ends both.
 func openWorkflows(ctx context.Context, dsn string) (q sqlx.ExtContext, done func(), err error) {
-	snap, err := openSnapshot(ctx, dsn)
+	snap, err := openSnapshot(ctx, dsn, 0)
 	if err != nil {
 		return nil, nil, err
 	}
