@@ -25,13 +25,15 @@ func (d *Dashboard) apiLag(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, d.lag.all())
 }
 
+// apiLists is the lists page's page of lists, read by the same function
+// from the same parameters (?q=, ?only=, ?sort=, ?page=).
 func (d *Dashboard) apiLists(w http.ResponseWriter, r *http.Request) {
-	st, err := ReadStatus(r.Context(), d.db, d.clock.Now(), d.loc)
+	data, code, err := d.readLists(r)
 	if err != nil {
-		d.fail(w, r, http.StatusInternalServerError, err)
+		d.fail(w, r, code, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st.Lists)
+	writeJSON(w, http.StatusOK, data)
 }
 
 func (d *Dashboard) apiList(w http.ResponseWriter, r *http.Request) {

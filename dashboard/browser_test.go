@@ -273,6 +273,24 @@ func TestBrowserPagesRefreshThemselves(t *testing.T) {
 	until(t, ctx, `document.readyState === "complete" && document.querySelector("#pending").textContent === "41"`)
 }
 
+// Issue 33 point 5: a filtered page never reloaded itself, its search
+// box filled from the URL counting as something typed. It reloads as
+// the others do.
+func TestBrowserAFilteredPageRefreshesItself(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t, dashboard.WithRefresh(time.Second))
+	cell := `document.querySelector('[id="list-pending-orders"] td.num')`
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/lists?q=pending&sort=pending"), chromedp.WaitVisible(chromedp.CSS("#lists"))))
+	filled, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#filter input[name=q]').value`))
+	require.NoError(t, err)
+	require.Equal(t, "pending", filled)
+	until(t, ctx, cell+`.textContent === "40"`)
+	require.NoError(t, f.orders.Add(context.Background(), "order-new", start.Add(time.Hour)))
+	// The page reloads itself: wait for the new count, no reload asked.
+	until(t, ctx, `document.readyState === "complete" && `+cell+` !== null && `+cell+`.textContent === "41"`)
+}
+
 // TestBrowserMillionItems pages a list of a million pending items in the
 // browser and reports how long a page takes to load. PASSAGE_DASHBOARD_ITEMS
 // sets another size.

@@ -88,8 +88,11 @@
 // slots, the schedule's own. The JSON API keeps its lossless instants.
 //
 // Pages are html/template, server-rendered, charts inline SVG; the CSS and
-// the few lines of script that reload a page every refresh period (not while
-// something is typed in a form) are embedded. Nothing needs a build step.
+// the few lines of script that reload a page every refresh period are
+// embedded. A page does not reload while one of its fields has the focus
+// or holds something else than it was loaded with (something is being
+// typed); a filtered page, its search box filled from the URL, reloads
+// like the others. Nothing needs a build step.
 //
 // Item pages are keyset-paged: the cursor is the last item's (instant, id),
 // and each page walks the list's index from there, so the millionth page
@@ -106,7 +109,10 @@
 //
 //	GET /api/status                       exactly what "ticker status --json" prints (ReadStatus)
 //	GET /api/lag                          the lag samples held in memory
-//	GET /api/lists                        the lists' counts (the status's todo_lists)
+//	GET /api/lists                        {lists, total, page, pages, q, only, sort, prev, next}:
+//	                                      the lists page's page of lists, from the same
+//	                                      parameters (?q=, ?only=, ?sort=, ?page=), each with
+//	                                      its counts, failing and trouble ("", amber, red)
 //	GET /api/lists/{name}                 {stats, due_next_24h, from}
 //	GET /api/lists/{name}/items           {items, next}; ?after=<next>, ?parked=1, ?limit=1..1000
 //	GET /api/schedules                    {schedules, total, page, pages, prev, next}: the page's

@@ -99,6 +99,34 @@ func TestTheListsPagePagesInTheOrderAsked(t *testing.T) {
 			}
 			require.Equal(t, wantNames, got)
 
+			// Issue 33 point 5: /api/lists ignored ?q=, ?only=, ?sort= and
+			// ?page=. It answers the same pages from the same parameters.
+			var fromAPI []string
+			for next, page := "/lists?q=LIST&sort=pending", 1; next != ""; page++ {
+				var p struct {
+					Lists []struct {
+						Name    string `json:"name"`
+						Pending int    `json:"pending"`
+					} `json:"lists"`
+					Total, Page, Pages int
+					Next               string
+				}
+				require.Equal(t, http.StatusOK, get(t, srv.URL+"/api"+next, &p), next)
+				require.Equal(t, len(want), p.Total, next)
+				require.Equal(t, page, p.Page, next)
+				require.Equal(t, pages, p.Pages, next)
+				for _, l := range p.Lists {
+					fromAPI = append(fromAPI, l.Name)
+					require.Equal(t, want[len(fromAPI)-1].pending, l.Pending, l.Name)
+				}
+				next = p.Next
+			}
+			require.Equal(t, wantNames, fromAPI)
+			var parked struct{ Total int }
+			require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/lists?only=parked", &parked))
+			require.Zero(t, parked.Total, "no list has an item parked")
+			require.Equal(t, http.StatusBadRequest, get(t, srv.URL+"/api/lists?sort=sideways", nil))
+
 			code, body := getPage(t, srv.URL+"/lists?page=9")
 			require.Equal(t, http.StatusOK, code)
 			require.Contains(t, body, "No to-do list matches.")
