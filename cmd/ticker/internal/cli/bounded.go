@@ -118,3 +118,11 @@ func clipMessage(msg string) string {
 	}
 	return fmt.Sprintf("%s … (%d bytes cut) … %s", head, len(out)-len(head)-len(tail), tail)
 }
+
+// plural is "1 run" or "3 runs".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -111,8 +111,11 @@ func (e Env) clock() clockwork.Clock {
 // never yields.
 func Main(ctx context.Context, args []string, env Env) int {
 	root := Command(env)
-	onceOnly(root)
 	args = gnuStyle(root, asPeopleTypeThem(args))
+	if len(args) == 0 || !strings.HasPrefix(args[0], cobra.ShellCompRequestCmd) {
+		// Not for a completion, whose flags cobra parses twice.
+		onceOnly(root)
+	}
 	// The command the line names, for its grace and its name in the
 	// abandoning line; Execute finds the same.
 	target, _, _ := root.Find(args)

@@ -323,7 +323,9 @@ func TestHelpAndVersionExitZero(t *testing.T) {
 	require.Equal(t, cli.ExitUsage, run(t, nil, nil).code, "no command is a usage error")
 }
 
-// Every subcommand's -h lists its flags with their types and defaults.
+// Every subcommand's -h lists its flags with their types and defaults,
+// GNU-style since the commands are cobra's: "--db string" (Go's flag
+// package printed "-db string" on a line of its own).
 func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
@@ -339,13 +341,13 @@ func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
 	}
 	add := run(t, nil, nil, "schedule", "add", "-h").stdout
 	for _, want := range []string{
-		"  -db string\n", `(default "passage.db")`, "  -jitter duration\n", "  -overlap string\n", `(default "allow")`,
-		"  -max-runs int\n", "  -catch-up-window duration\n", "(default 168h0m0s)",
+		"      --db string ", `(default "passage.db")`, "      --jitter duration ", "      --overlap string ", `(default "allow")`,
+		"      --max-runs int ", "      --catch-up-window duration ", "(default 168h0m0s)",
 	} {
 		require.Contains(t, add, want)
 	}
 	backfill := run(t, nil, nil, "schedule", "backfill", "-h").stdout
-	for _, want := range []string{"  -from string\n", "  -to string\n", `(default "UTC")`, "  -webhook value\n", "(default 360)", "  -stdout\n"} {
+	for _, want := range []string{"      --from string ", "      --to string ", `(default "UTC")`, "      --webhook URL ", "(default 360)", "      --stdout "} {
 		require.Contains(t, backfill, want)
 	}
 }

@@ -45,11 +45,12 @@ func Command(env Env) *cobra.Command {
 		legacy(env, "run", "publish the passage of time (JSON lines on stdout, or webhooks)", runCommand),
 		statusCommand(env),
 		previewCommand(env),
-		legacy(env, "schedule", "schedules that send commands: "+names(scheduleCommands()), scheduleCommand),
+		scheduleCommand(env),
 		legacy(env, "workflow", "durable workflow instances: "+names(workflowCommands()), workflowCommand),
 		legacy(env, "serve", "serve the dashboard alone (no ticker): read-only unless given an admin token", serveCommand),
 		legacy(env, "demo", "run the ordering example end to end on an accelerated clock", demoCommand),
 		versionCommand(env),
+		completionCommand(env),
 	)
 	synopses(root)
 	return root
@@ -62,6 +63,34 @@ func synopses(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		synopses(sub)
 	}
+}
+
+// group is a command of subcommands ("ticker schedule", "ticker
+// workflow"), summarised as what it holds and their names. Alone it lists
+// them and is a usage error; "help [subcommand]" is a help.
+func group(name, what string, subs ...*cobra.Command) *cobra.Command {
+	g := &cobra.Command{Use: name + " <subcommand>", Args: cobra.ArbitraryArgs}
+	g.AddCommand(subs...)
+	names := make([]string, len(subs))
+	for i, sub := range subs {
+		names[i] = sub.Name()
+	}
+	g.Short = what + ": " + strings.Join(names, ", ")
+	g.RunE = func(c *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			printHelp(c)
+			return usagef("a subcommand is needed")
+		case args[0] == "help":
+			target, rest, err := c.Find(args[1:])
+			if err == nil && len(rest) == 0 {
+				target.InitDefaultHelpFlag()
+				return target.Help()
+			}
+		}
+		return usagef("unknown subcommand %q (run \"%s -h\")", args[0], c.CommandPath())
+	}
+	return g
 }
 
 // helpCommand is "ticker help [command]": the help of the command named,

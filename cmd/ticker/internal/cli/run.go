@@ -498,25 +498,6 @@ func serve(ctx context.Context, env Env, ticker *tick.Ticker, store *tick.SQLSto
 	return errors.Join(errs...)
 }
 
-// bounds are the ranges of the duration flags. Outside them a value is
-// not a setting but a mistake: a lease of a nanosecond is renewed in a
-// busy loop, and durations of centuries overflow the time arithmetic
-// into the past.
-var bounds = map[string]struct {
-	min, max time.Duration
-	why      string
-}{
-	"catch-up-window": {time.Minute, 10 * 366 * 24 * time.Hour, "how far back missed boundaries are emitted"},
-	"lease-ttl":       {time.Second, 24 * time.Hour, "the lease is renewed every third of it"},
-	"webhook-backoff": {time.Millisecond, 10 * time.Minute, "the first wait after a refused delivery"},
-}
-
-// Upper bounds of the count flags.
-const (
-	maxCatchUpMax      = 10_000_000
-	maxWebhookAttempts = 100_000
-)
-
 func (f *runFlags) tickerOptions(clock clockwork.Clock) ([]tick.Option, error) {
 	loc, err := loadLocation(f.tz)
 	if err != nil {

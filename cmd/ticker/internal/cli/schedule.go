@@ -2,100 +2,177 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
-	"github.com/passage-of-time/passage/internal/timefmt"
+	"github.com/jmoiron/sqlx"
+	"github.com/spf13/cobra"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/schedule"
 )
 
-// scheduleCommands are the subcommands of "ticker schedule".
-func scheduleCommands() []command {
-	return []command{
-		{"preview", "list the next fire instants of a schedule spec", schedulePreviewCommand, graceOther},
-		{"add", "store a schedule in a database (or update it), for \"ticker run\" to fire", scheduleAddCommand, graceOther},
-		{"list", "list the stored schedules: next slot, paused, runs, skipped, end (max runs, until)", scheduleListCommand, graceOther},
-		{"pause", "stop a schedule from firing until resumed", scheduleChangeCommand("pause", "paused", (*schedule.Scheduler).Pause), graceOther},
-		{"resume", "let a paused schedule fire again from its next slot after now", scheduleChangeCommand("resume", "resumed", (*schedule.Scheduler).Resume), graceOther},
-		{"trigger", "run a schedule now, outside its plan, publishing the run like \"ticker run\"", scheduleTriggerCommand, graceOther},
-		{"backfill", "run the slots of a past range that have no run yet, publishing each run like \"ticker run\"", scheduleBackfillCommand, graceOther},
-		{"delete", "remove a schedule (its recorded runs stay)", scheduleChangeCommand("delete", "deleted", (*schedule.Scheduler).Delete), graceOther},
-		{"prune", "delete the finished runs of every schedule whose slot is before a time (nothing else does)", schedulePruneCommand, graceOther},
-	}
-}
-
-func scheduleCommand(ctx context.Context, env Env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(env.Stdout, "Usage: ticker schedule <subcommand> [flags]   (ticker schedule <subcommand> -h for its flags)")
-		fmt.Fprintln(env.Stdout)
-		for _, c := range scheduleCommands() {
-			fmt.Fprintf(env.Stdout, "  %-8s %s\n", c.name, c.summary)
-		}
-		if len(args) == 0 {
-			return usagef("a subcommand is needed")
-		}
-		return nil
-	}
-	for _, c := range scheduleCommands() {
-		if c.name == args[0] {
-			// Errors name the subcommand: "ticker schedule pause: …".
-			if err := c.run(ctx, env, args[1:]); err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
-			}
-			return nil
-		}
-	}
-	return usagef("unknown subcommand %q (run \"ticker schedule -h\")", args[0])
+// scheduleCommand is "ticker schedule": its subcommands, one a file
+// (schedule_<verb>.go), and what they share.
+func scheduleCommand(env Env) *cobra.Command {
+	return group("schedule", "schedules that send commands",
+		schedulePreviewCommand(env),
+		scheduleAddCommand(env),
+		scheduleListCommand(env),
+		schedulePauseCommand(env),
+		scheduleResumeCommand(env),
+		scheduleTriggerCommand(env),
+		scheduleBackfillCommand(env),
+		scheduleDeleteCommand(env),
+		schedulePruneCommand(env),
+	)
 }
 
 const specHelp = `a cron expression ("0 12 * * FRI", 6 fields with seconds first, @daily …), ` +
 	`"@every 8h" (from the Unix epoch) or "@every 8h from INSTANT", or an iCalendar recurrence: ` +
 	`a DTSTART line and RRULE, RDATE, EXDATE lines, separated by newlines or \n`
 
-func schedulePreviewCommand(_ context.Context, env Env, args []string) error {
-	fs := newFlagSet(env, "schedule preview", "--spec SPEC | --spec-file FILE [--tz ZONE] [--from T] [-n 10]")
-	spec := fs.String("spec", "", "the schedule: "+specHelp)
-	specFile := fs.String("spec-file", "", "read the spec from this file instead of --spec")
-	tz := fs.String("tz", "UTC", "IANA time zone of a cron expression or a floating DTSTART")
-	from := fs.String("from", "", "list the fire instants after this time, default now: "+timeRule)
-	n := fs.Int("n", 10, "how many fire instants to list (1–10000)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *n < 1 || *n > 10000 {
-		return usagef("-n %d: must be between 1 and 10000", *n)
-	}
-	loc, err := loadLocation(*tz)
-	if err != nil {
-		return err
-	}
-	s, err := readSpec(*spec, *specFile, loc)
-	if err != nil {
-		return err
-	}
-	start := env.clock().Now().In(loc)
-	if *from != "" {
-		if start, err = parseTime("from", *from, loc); err != nil {
-			return err
+// scheduleTable is the schedule package's table of schedules, read here
+// without the package (which would create its tables) by "schedule list"
+// and by the checks that must not create anything.
+const scheduleTable = "schedule_schedules"
+
+// errNoSchedules is returned for a database without the schedule tables.
+var errNoSchedules = errors.New(`no schedules: the database has no schedule tables (add one with "ticker schedule add")`)
+
+// specFlags are --spec and --spec-file, of which exactly one is given.
+type specFlags struct{ spec, file string }
+
+// addSpec declares --spec and --spec-file.
+func addSpec(c *cobra.Command) *specFlags {
+	s := &specFlags{}
+	c.Flags().StringVar(&s.spec, "spec", "", "the schedule: "+specHelp)
+	c.Flags().StringVar(&s.file, "spec-file", "", "read the spec from this file instead of --spec")
+	return s
+}
+
+// parse returns the spec given by exactly one of --spec and --spec-file,
+// read in loc.
+func (s *specFlags) parse(loc *time.Location) (schedule.Spec, error) {
+	text := s.spec
+	switch {
+	case (s.spec == "") == (s.file == ""):
+		return nil, usagef("give the spec with exactly one of --spec and --spec-file")
+	case s.file != "":
+		b, err := readBounded(s.file, maxSpecBytes)
+		if err != nil {
+			return nil, usagef("--spec-file %q: %v", s.file, err)
 		}
+		text = string(b)
 	}
-	// One instant a line, the instant first, its offset exact to the
-	// second (timefmt.Format), so the output reads back losslessly.
-	at := s.Next(start)
-	for range *n {
-		switch {
-		case at.IsZero():
-			fmt.Fprintln(env.Stderr, "the schedule has no more fire instants")
-			return nil
-		case !readsBack(at):
-			fmt.Fprintf(env.Stderr, "no more fire instants listed: the next, %s, is after the last instant RFC 3339 can write (%s)\n",
-				at.Format("2006-01-02 15:04 -07:00"), lastWritable)
-			return nil
-		}
-		fmt.Fprintf(env.Stdout, "%s  %s\n", timefmt.Format(at), at.Format("Mon"))
-		at = s.Next(at)
+	spec, err := schedule.Parse(text, loc)
+	if err != nil {
+		// The parser quotes the spec, or parts of it, in its error: both
+		// are cut short, so a bad spec of megabytes gives an error of a
+		// line or two.
+		return nil, usagef("--spec %s: %s", clipValue(strings.TrimSpace(text)), clipMessage(err.Error()))
 	}
-	if at.IsZero() {
-		fmt.Fprintln(env.Stderr, "the schedule has no more fire instants")
+	return spec, nil
+}
+
+// oneSchedule takes exactly one schedule name, before or after the flags.
+func oneSchedule(_ *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usagef("give exactly one schedule name (got %d)", len(args))
 	}
 	return nil
+}
+
+// refuseRuns is the handler of the commands that change schedules without
+// firing them: the scheduler calls a handler only when a slot fires or a
+// run is triggered, which these commands never do.
+func refuseRuns(context.Context, *sqlx.Tx, schedule.Run) error {
+	return errors.New("this command fires no schedule")
+}
+
+// handlerOf returns the handler of a command's runs over the database it
+// opened.
+type handlerOf func(*sqldb.DB) (schedule.Handler, error)
+
+// noRuns is the handlerOf of the commands that fire no run.
+func noRuns(*sqldb.DB) (schedule.Handler, error) { return refuseRuns, nil }
+
+func openScheduler(ctx context.Context, env Env, db *sqldb.DB, handler schedule.Handler) (*schedule.Scheduler, error) {
+	s, err := schedule.Open(ctx, db.DB, handler, schedule.WithClock(env.clock()))
+	if err != nil {
+		return nil, fmt.Errorf("open the schedules: %w", err)
+	}
+	return s, nil
+}
+
+// withSchedules opens the schedules of db for a command, first making
+// sure, read-only, that the database has them: a mistyped --db must not
+// leave a new database or new tables behind. A database without them is
+// an error wrapping errNoSchedules, prefix first.
+func withSchedules(ctx context.Context, env Env, db database, prefix string, handlerOf handlerOf, f func(*schedule.Scheduler) error) error {
+	ro, err := db.readOnly(ctx)
+	if err != nil {
+		return err
+	}
+	tables, err := tablesIn(ctx, ro, ro.Dialect)
+	_ = ro.Close()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", db, err)
+	}
+	if !tables[scheduleTable] {
+		return fmt.Errorf("%s--db %s: %w", prefix, db, errNoSchedules)
+	}
+	w, err := db.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	handler, err := handlerOf(w)
+	if err != nil {
+		return err
+	}
+	s, err := openScheduler(ctx, env, w, handler)
+	if err != nil {
+		return err
+	}
+	return f(s)
+}
+
+// changeSchedule opens the schedules of db for a command on the schedule
+// name (see withSchedules).
+func changeSchedule(ctx context.Context, env Env, db database, name string, handler handlerOf, change func(*schedule.Scheduler) error) error {
+	err := withSchedules(ctx, env, db, fmt.Sprintf("no schedule named %q: ", name), handler, change)
+	if errors.Is(err, schedule.ErrUnknownSchedule) {
+		return fmt.Errorf("no schedule named %q in %s (see \"ticker schedule list\")", name, db)
+	}
+	return err
+}
+
+// scheduleChangeCommand is pause, resume or delete: verb a schedule by
+// its name, and say it is done.
+func scheduleChangeCommand(env Env, verb, short, done string, change func(*schedule.Scheduler, context.Context, string) error) *cobra.Command {
+	c := &cobra.Command{
+		Use:   verb + " [--db passage.db] NAME",
+		Short: short,
+		Args:  oneSchedule,
+	}
+	dbf := addDB(c, env, "SQLite file or postgres:// DSN holding the schedule")
+	c.ValidArgsFunction = completeSchedules(dbf)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		db, err := dbf.database()
+		if err != nil {
+			return err
+		}
+		ctx, name := c.Context(), args[0]
+		return changeSchedule(ctx, env, db, name, noRuns, func(s *schedule.Scheduler) error {
+			if err := change(s, ctx, name); err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "%s %s\n", done, name)
+			return nil
+		})
+	}
+	return c
 }

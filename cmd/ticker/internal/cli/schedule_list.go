@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/spf13/cobra"
+
+	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
+	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/timefmt"
+	"github.com/passage-of-time/passage/schedule"
+)
+
+// listedSchedule is a line of "schedule list", and an element of its
+// --json array.
+type listedSchedule struct {
+	Name    string     `json:"name"`
+	Next    *sink.Time `json:"next_slot"`
+	Paused  bool       `json:"paused"`
+	Runs    int64      `json:"runs"`
+	Skipped int64      `json:"skipped"`
+	Command string     `json:"command"`
+	Spec    string     `json:"spec"`
+	// MaxRuns and Until end the schedule; left out when it has no end.
+	MaxRuns int64      `json:"max_runs,omitempty"`
+	Until   *sink.Time `json:"until,omitempty"`
+	// Jitter and Overlap are left out at their defaults (none, allow).
+	Jitter  string `json:"jitter,omitempty"`
+	Overlap string `json:"overlap,omitempty"`
+}
+
+func scheduleListCommand(env Env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "list [--db passage.db] [--tz UTC] [--json]",
+		Short: "list the stored schedules: next slot, paused, runs, skipped, end (max runs, until)",
+		Args:  noArgs,
+	}
+	dbf := addDB(c, env, "SQLite file or postgres:// DSN, opened read-only: list never creates, migrates or locks it")
+	tz := addTZ(c, "IANA time zone to show the next slots in")
+	asJSON := addJSON(c, "print a JSON array instead of a table")
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		loc, err := tz.location()
+		if err != nil {
+			return err
+		}
+		db, err := dbf.database()
+		if err != nil {
+			return err
+		}
+		list, err := readSchedules(c.Context(), db, loc)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(env, list)
+		}
+		return printSchedules(env, list)
+	}
+	return c
+}
+
+// readSchedules reads every schedule db holds, by name, times in loc.
+// Read-only, like status: the schedule package would create its tables in
+// a database that has none (readonly.go).
+func readSchedules(ctx context.Context, db database, loc *time.Location) ([]listedSchedule, error) {
+	snap, err := db.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer snap.close()
+	if !snap.tables[scheduleTable] {
+		return nil, fmt.Errorf("--db %s: %w", db, errNoSchedules)
+	}
+	var rows []struct {
+		Name     string `db:"name"`
+		Spec     string `db:"spec"`
+		Command  string `db:"command"`
+		Paused   int    `db:"paused"`
+		Runs     int64  `db:"runs"`
+		Skipped  int64  `db:"skipped"`
+		NextSlot int64  `db:"next_slot"`
+		MaxRuns  int64  `db:"max_runs"`
+		Until    int64  `db:"until"`
+		Jitter   int64  `db:"jitter"`
+		Overlap  string `db:"overlap"`
+	}
+	if err := sqlx.SelectContext(ctx, snap.tx, &rows, `SELECT name, spec, command, paused, runs, skipped, next_slot, max_runs, until, jitter, overlap FROM `+scheduleTable+` ORDER BY name`); err != nil {
+		return nil, fmt.Errorf("read the schedules: %w", err)
+	}
+	list := []listedSchedule{} // [] rather than null in JSON
+	for _, r := range rows {
+		l := listedSchedule{Name: r.Name, Paused: r.Paused != 0, Runs: r.Runs, Skipped: r.Skipped, Command: r.Command, Spec: r.Spec, MaxRuns: r.MaxRuns}
+		if r.NextSlot != 0 {
+			l.Next = sink.TimeOf(sqldb.DecodeTime(r.NextSlot).In(loc))
+		}
+		if r.Until != 0 { // 0 is stored for no end
+			l.Until = sink.TimeOf(sqldb.DecodeTime(r.Until).In(loc))
+		}
+		if r.Jitter != 0 {
+			l.Jitter = time.Duration(r.Jitter).String()
+		}
+		if o := overlapName(r.Overlap); o != schedule.AllowOverlap.String() {
+			l.Overlap = o
+		}
+		list = append(list, l)
+	}
+	return list, nil
+}
+
+// printSchedules prints the schedules as a table. MAX RUNS and UNTIL are
+// shown when a schedule has an end, JITTER and OVERLAP when a schedule has
+// one that is not the default (none, allow): the table of schedules
+// without them stays as it was.
+func printSchedules(env Env, list []listedSchedule) error {
+	if len(list) == 0 {
+		fmt.Fprintln(env.Stdout, "no schedules")
+		return nil
+	}
+	ends, policies := false, false
+	for _, l := range list {
+		ends = ends || l.MaxRuns != 0 || l.Until != nil
+		policies = policies || l.Jitter != "" || l.Overlap != ""
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	header := "NAME\tNEXT SLOT\tPAUSED\tRUNS\tSKIPPED\t"
+	if ends {
+		header += "MAX RUNS\tUNTIL\t"
+	}
+	if policies {
+		header += "JITTER\tOVERLAP\t"
+	}
+	fmt.Fprintln(tw, header+"COMMAND\tSPEC")
+	for _, l := range list {
+		next, paused := "-", "no"
+		if l.Next != nil {
+			next = timefmt.Format(l.Next.Time)
+		}
+		if l.Paused {
+			paused = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t", l.Name, next, paused, l.Runs, l.Skipped)
+		if ends {
+			maxRuns, until := "-", "-"
+			if l.MaxRuns != 0 {
+				maxRuns = fmt.Sprint(l.MaxRuns)
+			}
+			if l.Until != nil {
+				until = timefmt.Format(l.Until.Time)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t", maxRuns, until)
+		}
+		if policies {
+			fmt.Fprintf(tw, "%s\t%s\t", cmp.Or(l.Jitter, "-"), cmp.Or(l.Overlap, schedule.AllowOverlap.String()))
+		}
+		// A recurrence rule's lines are shown as --spec takes them.
+		fmt.Fprintf(tw, "%s\t%s\n", l.Command, strings.ReplaceAll(l.Spec, "\n", `\n`))
+	}
+	return tw.Flush()
+}
+
+// overlapName is the --overlap value of a stored overlap policy (the
+// schedule package stores Overlap.String: allow, skip, buffer-one).
+func overlapName(stored string) string {
+	if stored == schedule.BufferOne.String() {
+		return "buffer"
+	}
+	return stored
+}
