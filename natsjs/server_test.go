@@ -107,6 +107,8 @@ type child struct {
 	port int
 	dir  string
 	cmd  *exec.Cmd
+	// noJetStream starts it without -js.
+	noJetStream bool
 }
 
 // nats-server is Debian's package, as on CI (.ci/run installs it).
@@ -116,11 +118,23 @@ const natsServerBin = "/usr/sbin/nats-server"
 // when the test ends.
 func startChild(t testing.TB) *child {
 	t.Helper()
+	return runChild(t, &child{})
+}
+
+// startChildWithoutJetStream starts a nats-server without -js on a free
+// port, killed when the test ends.
+func startChildWithoutJetStream(t testing.TB) *child {
+	t.Helper()
+	return runChild(t, &child{noJetStream: true})
+}
+
+func runChild(t testing.TB, c *child) *child {
+	t.Helper()
 	serverURL(t) // the shared server's tests and these go together
 	if _, err := os.Stat(natsServerBin); err != nil {
 		t.Skipf("no %s: %v", natsServerBin, err)
 	}
-	c := &child{t: t, port: freePort(t), dir: t.TempDir()}
+	c.t, c.port, c.dir = t, freePort(t), t.TempDir()
 	c.start()
 	t.Cleanup(c.kill)
 	return c
@@ -131,7 +145,11 @@ func (c *child) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", c.port)
 // start runs the server and waits until it takes connections.
 func (c *child) start() {
 	c.t.Helper()
-	c.cmd = exec.Command(natsServerBin, "-a", "127.0.0.1", "-p", fmt.Sprint(c.port), "-js", "-sd", c.dir)
+	args := []string{"-a", "127.0.0.1", "-p", fmt.Sprint(c.port)}
+	if !c.noJetStream {
+		args = append(args, "-js", "-sd", c.dir)
+	}
+	c.cmd = exec.Command(natsServerBin, args...)
 	require.NoError(c.t, c.cmd.Start())
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -72,7 +72,11 @@ func WithMemoryStorage() StreamOption {
 // (ErrNoStream otherwise) and remember message ids for at least the
 // duplicate window (ErrDuplicateWindow otherwise, naming both windows).
 // An existing stream is never changed: widening its window is the
-// operator's decision, taken with `nats stream edit`.
+// operator's decision, taken with `nats stream edit`. A stream the
+// server refuses because its subjects overlap another's is an
+// *OverlapError (ErrSubjectsOverlap) naming that stream and its
+// subjects; a server without JetStream is ErrJetStreamNotEnabled, naming
+// the server.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, name, prefix string, opts ...StreamOption) (jetstream.Stream, error) {
 	if js == nil {
 		return nil, fmt.Errorf("%w: EnsureStream: nil JetStream", ErrInvalidOption)
@@ -107,10 +111,19 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, name, prefix stri
 			Storage:     cfg.storage,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("natsjs: create stream %s for %s: %w", name, all(prefix), err)
+			if off := notEnabled(js.Conn(), err); off != nil {
+				return nil, off
+			}
+			if isOverlap(err) {
+				return nil, overlapping(ctx, js, name, prefix, err)
+			}
+			return nil, fmt.Errorf("natsjs: create stream %s for %s %s: %w", name, all(prefix), where(js.Conn()), err)
 		}
 		return s, nil
 	case err != nil:
+		if off := notEnabled(js.Conn(), err); off != nil {
+			return nil, off
+		}
 		return nil, fmt.Errorf("natsjs: look up stream %s %s: %w", name, where(js.Conn()), err)
 	}
 	if err := checkStream(s.CachedInfo(), prefix, cfg.window); err != nil {
@@ -142,6 +155,9 @@ func streamFor(ctx context.Context, js jetstream.JetStream, prefix string) (jets
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			return nil, fmt.Errorf("%w: no stream stores %s (create it with EnsureStream)", ErrNoStream, all(prefix))
 		}
+		if off := notEnabled(js.Conn(), err); off != nil {
+			return nil, off
+		}
 		return nil, fmt.Errorf("natsjs: find the stream of %s %s: %w", all(prefix), where(js.Conn()), err)
 	}
 	s, err := js.Stream(ctx, name)
@@ -154,6 +170,64 @@ func streamFor(ctx context.Context, js jetstream.JetStream, prefix string) (jets
 	return s, nil
 }
 
+// notEnabled is the error for err when it says the server has no
+// JetStream, naming the server and the fix; nil otherwise. A server
+// started without -js has no responder on $JS.API, so a request gets
+// "no responders" back at once; an account without JetStream gets the
+// server's own answer.
+func notEnabled(conn *nats.Conn, err error) error {
+	switch {
+	case errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+		return fmt.Errorf("%w at %s for this connection's account: enable JetStream for the account in the server's configuration (%v)", ErrJetStreamNotEnabled, serverURL(conn), err)
+	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrJetStreamNotEnabled):
+		return fmt.Errorf("%w at %s: start nats-server with -js, or with a jetstream block in its configuration (%v)", ErrJetStreamNotEnabled, serverURL(conn), err)
+	}
+	return nil
+}
+
+// streamSubjectOverlap is the server's error code for a stream whose
+// subjects overlap another's (JSStreamSubjectOverlapErr).
+const streamSubjectOverlap jetstream.ErrorCode = 10065
+
+// isOverlap reports whether err is the server's refusal of a stream whose
+// subjects overlap another's.
+func isOverlap(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == streamSubjectOverlap
+}
+
+// overlapping is the *OverlapError for a stream name on prefix that the
+// server refused (err) because its subjects overlap an existing stream's:
+// it lists the streams to name the one that overlaps.
+func overlapping(ctx context.Context, js jetstream.JetStream, name, prefix string, err error) error {
+	oe := &OverlapError{Stream: name, Prefix: prefix, Server: serverURL(js.Conn()), Err: err}
+	streams := js.ListStreams(ctx)
+	for info := range streams.Info() {
+		subjects := info.Config.Subjects
+		if slices.ContainsFunc(subjects, func(f string) bool { return overlaps(f, all(prefix)) }) {
+			oe.Existing, oe.Subjects = info.Config.Name, subjects
+			oe.Covers = slices.ContainsFunc(subjects, func(f string) bool { return covers(f, prefix) })
+			return oe
+		}
+	}
+	if lerr := streams.Err(); lerr != nil {
+		oe.Err = errors.Join(err, fmt.Errorf("list streams: %w", lerr))
+	}
+	return oe
+}
+
+// serverURL is the URL of the server conn is on, without its password, or
+// those it tries.
+func serverURL(conn *nats.Conn) string {
+	if conn == nil {
+		return "(no connection)"
+	}
+	if url := conn.ConnectedUrlRedacted(); url != "" {
+		return url
+	}
+	return strings.Join(conn.Servers(), ", ")
+}
+
 // where names the server a connection is on, or the ones it tries, and
 // its state, for errors: "on nats://127.0.0.1:4222 (connection
 // CONNECTED)". The connected URL is printed without its password.
@@ -161,9 +235,5 @@ func where(conn *nats.Conn) string {
 	if conn == nil {
 		return "without a connection"
 	}
-	url := conn.ConnectedUrlRedacted()
-	if url == "" {
-		url = strings.Join(conn.Servers(), ", ")
-	}
-	return fmt.Sprintf("on %s (connection %v)", url, conn.Status())
+	return fmt.Sprintf("on %s (connection %v)", serverURL(conn), conn.Status())
 }

@@ -85,3 +85,25 @@ func covers(filter, prefix string) bool {
 	}
 	return false
 }
+
+// overlaps reports whether two subject filters match a subject in
+// common: token by token, "*" matches any one token and ">" the rest
+// (one or more), in either. "passage.>" and "passage.demo.time.>"
+// overlap; "passage.time.>" and "passage.runs.>" do not.
+func overlaps(a, b string) bool {
+	x, y := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; ; i++ {
+		switch {
+		case i == len(x) && i == len(y):
+			return true
+		case i == len(x) || i == len(y):
+			// One ended: the other must match nothing more, unless it
+			// ends in ">" here (which needs one token more, so no).
+			return false
+		case x[i] == ">" || y[i] == ">":
+			return true
+		case x[i] != "*" && y[i] != "*" && x[i] != y[i]:
+			return false
+		}
+	}
+}

@@ -89,3 +89,25 @@ func TestRetryBackoffDoublesUpToItsMax(t *testing.T) {
 	require.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}, got)
 	require.Equal(t, 10*time.Second, c.backoff(1<<40), "no overflow after many deliveries")
 }
+
+func TestOverlapsAsTheServerMatchesSubjects(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"passage.>", "passage.demo.time.>", true},
+		{"passage.>", "passage", false},
+		{"passage.time.>", "passage.runs.>", false},
+		{"passage.*.minute", "passage.time.>", true},
+		{"*.time.>", "passage.time.minute", true},
+		{">", "a", true},
+		{"a.b", "a.b", true},
+		{"a.b", "a.b.c", false},
+		{"a.*", "a.b.c", false},
+		{"a.*.c", "a.b.>", true},
+		{"services.time.>", "passage.>", false},
+	} {
+		require.Equal(t, c.want, overlaps(c.a, c.b), "%s %s", c.a, c.b)
+		require.Equal(t, c.want, overlaps(c.b, c.a), "%s %s", c.b, c.a)
+	}
+}
