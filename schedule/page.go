@@ -71,8 +71,8 @@ type PageQuery struct {
 	// Match keeps the schedules whose name contains it, ignoring case as
 	// Unicode's simple lower-case mapping (strings.ToLower) does, letter by
 	// letter ("" keeps all); % and _ are matched as themselves. On SQLite
-	// that takes a handle opened by passage (sqldb, the binary): SQLite's
-	// own lower() folds ASCII alone. On PostgreSQL it takes a database
+	// that takes a handle opened by passage (sqldb, the binary), which
+	// has passage_lower() (sqldb.ContainsFolded); on PostgreSQL a database
 	// whose LC_CTYPE is UTF-8 (docs/postgres.md).
 	Match string
 	// Filter keeps part of them (AllSchedules by default).
@@ -191,8 +191,9 @@ func ReadPage(ctx context.Context, db sqlx.ExtContext, q PageQuery) (Page, error
 		filterArgs = append(filterArgs, q.Name)
 	}
 	if q.Match != "" {
-		where = append(where, `LOWER(s.name) LIKE ? ESCAPE '\'`)
-		filterArgs = append(filterArgs, "%"+likeEscaper.Replace(strings.ToLower(q.Match))+"%")
+		cond, args := sqldb.ContainsFolded(sqldb.DialectOf(db), "s.name", q.Match)
+		where = append(where, cond)
+		filterArgs = append(filterArgs, args...)
 	}
 	tables, err := sqldb.Tables(ctx, db)
 	if err != nil {
@@ -248,9 +249,6 @@ ORDER BY ` + qualified(order, "p.") + `, r.slot DESC, r.fired_at DESC, r.run_id 
 	}
 	return page, nil
 }
-
-// likeEscaper escapes LIKE's wildcards and its escape character.
-var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // qualified prefixes each column of an order with the page's alias.
 func qualified(order, alias string) string {

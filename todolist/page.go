@@ -66,8 +66,8 @@ type ListPageQuery struct {
 	// Match keeps the lists whose name contains it, ignoring case as
 	// Unicode's simple lower-case mapping (strings.ToLower) does, letter by
 	// letter ("" keeps all); % and _ are matched as themselves. On SQLite
-	// that takes a handle opened by passage (sqldb, the binary): SQLite's
-	// own lower() folds ASCII alone. On PostgreSQL it takes a database
+	// that takes a handle opened by passage (sqldb, the binary), which
+	// has passage_lower() (sqldb.ContainsFolded); on PostgreSQL a database
 	// whose LC_CTYPE is UTF-8 (docs/postgres.md).
 	Match string
 	// Filter keeps part of them (AllLists by default).
@@ -169,8 +169,7 @@ func ReadListPage(ctx context.Context, db sqlx.ExtContext, q ListPageQuery) (Lis
 	if q.Match != "" {
 		// substr would miss the case; LIKE with its wildcards escaped
 		// matches the name's middle, on both databases.
-		match = `LOWER(list) LIKE ? ESCAPE '\'`
-		matchArgs = []any{"%" + likeEscaper.Replace(strings.ToLower(q.Match)) + "%"}
+		match, matchArgs = sqldb.ContainsFolded(sqldb.DialectOf(db), "list", q.Match)
 	}
 	ok, err := hasTables(ctx, db)
 	if err != nil || !ok {
@@ -198,5 +197,3 @@ func ReadListPage(ctx context.Context, db sqlx.ExtContext, q ListPageQuery) (Lis
 	return page, wrapRead("read list page", rows.Err())
 }
 
-// likeEscaper escapes LIKE's wildcards and its escape character.
-var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)

@@ -36,7 +36,8 @@ func lettersOf(tables ...*unicode.RangeTable) []rune {
 	return out
 }
 
-// lowered asks the database for lower() of every rune, one per row.
+// lowered asks the database for every rune lowered, one per row: lower()
+// on PostgreSQL, passage_lower() on SQLite.
 func lowered(t *testing.T, db *sqlx.DB, runes []rune) map[rune]string {
 	t.Helper()
 	values := make([]string, len(runes))
@@ -53,10 +54,10 @@ func lowered(t *testing.T, db *sqlx.DB, runes []rune) map[rune]string {
 		b.WriteString("(?)")
 		args = append(args, v)
 	}
-	rows, err := db.Queryx(db.Rebind(`SELECT v, LOWER(v) FROM (VALUES `+b.String()+`) AS t(v)`), args...)
+	rows, err := db.Queryx(db.Rebind(`SELECT v, lower(v) FROM (VALUES `+b.String()+`) AS t(v)`), args...)
 	if db.DriverName() != "pgx" {
 		// SQLite names a VALUES column column1 and takes no alias list.
-		rows, err = db.Queryx(`SELECT column1, LOWER(column1) FROM (VALUES `+b.String()+`)`, args...)
+		rows, err = db.Queryx(`SELECT column1, passage_lower(column1) FROM (VALUES `+b.String()+`)`, args...)
 	}
 	require.NoError(t, err)
 	defer rows.Close()
@@ -71,8 +72,8 @@ func lowered(t *testing.T, db *sqlx.DB, runes []rune) map[rune]string {
 }
 
 // TestLowerFoldsTheLettersStringsToLowerFolds: on a SQLite connection of
-// sqldb, lower() lowers every letter of these scripts as Go's
-// strings.ToLower does (the built-in lowered ASCII alone), and the same
+// sqldb, passage_lower() lowers every letter of these scripts as Go's
+// strings.ToLower does (the built-in lowers ASCII alone), and the same
 // holds for the driver registered for callers that open SQLite themselves.
 func TestLowerFoldsTheLettersStringsToLowerFolds(t *testing.T) {
 	t.Parallel()
@@ -88,12 +89,12 @@ func TestLowerFoldsTheLettersStringsToLowerFolds(t *testing.T) {
 		}
 	}
 	var null any = "x"
-	require.NoError(t, db.QueryRowContext(context.Background(), `SELECT LOWER(NULL)`).Scan(&null))
+	require.NoError(t, db.QueryRowContext(context.Background(), `SELECT passage_lower(NULL)`).Scan(&null))
 	require.Nil(t, null)
 }
 
 // TestLowerFoldsTheSameLettersOnSQLiteAndPostgreSQL: PostgreSQL's lower()
-// under a UTF-8 LC_CTYPE and SQLite's, as sqldb opens it, lower each
+// under a UTF-8 LC_CTYPE and SQLite's passage_lower() lower each
 // letter of these scripts to the same text — compared letter by letter,
 // PostgreSQL answering for itself. A database whose LC_CTYPE is not UTF-8
 // folds ASCII alone, as docs/postgres.md says: the test skips there.
@@ -116,5 +117,49 @@ func TestLowerFoldsTheSameLettersOnSQLiteAndPostgreSQL(t *testing.T) {
 	}
 	if len(differ) > 0 {
 		t.Fatalf("%d of %d letters lowered differently; the first: %s", len(differ), len(letters), strings.Join(differ[:min(len(differ), 10)], "; "))
+	}
+}
+
+// TestContainsFoldedAgreesWithStringsContains: the condition ContainsFolded
+// writes keeps, on each database, exactly the names that contain the
+// match once both are lowered by strings.ToLower — the oracle, run here
+// name by name — including names SQLite's built-in LIKE folds alone
+// (ASCII), names it cannot (É, Ж), the Kelvin sign and the dotted capital
+// I that lower to ASCII letters, and LIKE's own wildcards.
+func TestContainsFoldedAgreesWithStringsContains(t *testing.T) {
+	t.Parallel()
+	names := []string{"Billing", "BILLING-eu", "billing_%", "Équipe", "ÉQUIPE-2", "équipe", "ЖУК", "жук-1",
+		"\u212aelvin", "KELVIN", "\u0130stanbul", "istanbul", "Straße", "STRASSE", "a%b", "a_b", "a\\b", "Σίσυφος"}
+	matches := []string{"", "billing", "BILL", "é", "ÉQUIPE", "ж", "k", "kelvin", "i", "ist", "ß", "%", "_", "\\", "a%", "σ", "ς", "x"}
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			db, _ := b.Open(t)
+			if b.Name == "postgres" {
+				var ctype string
+				require.NoError(t, db.Get(&ctype, `SHOW lc_ctype`))
+				if !strings.Contains(strings.ToLower(strings.ReplaceAll(ctype, "-", "")), "utf8") {
+					t.Skipf("lc_ctype %s: not UTF-8", ctype)
+				}
+			}
+			_, err := db.Exec(`CREATE TABLE names (name TEXT NOT NULL)`)
+			require.NoError(t, err)
+			for _, n := range names {
+				_, err := db.Exec(db.Rebind(`INSERT INTO names (name) VALUES (?)`), n)
+				require.NoError(t, err)
+			}
+			for _, m := range matches {
+				var want []string
+				for _, n := range names {
+					if strings.Contains(strings.ToLower(n), strings.ToLower(m)) {
+						want = append(want, n)
+					}
+				}
+				cond, args := sqldb.ContainsFolded(db.Dialect, "name", m)
+				var got []string
+				require.NoError(t, db.Select(&got, db.Rebind(`SELECT name FROM names WHERE `+cond), args...))
+				require.ElementsMatch(t, want, got, "match %q", m)
+			}
+		})
 	}
 }
