@@ -196,4 +196,3 @@ func ReadListPage(ctx context.Context, db sqlx.ExtContext, q ListPageQuery) (Lis
 	}
 	return page, wrapRead("read list page", rows.Err())
 }
-
