@@ -49,12 +49,15 @@ func launch(ctx context.Context, args []string, stdout io.Writer) (err error) {
 
 	// A stream and subjects of this run's own: a run started again
 	// within the duplicate window would otherwise find its minutes taken
-	// for duplicates of the last one's.
+	// for duplicates of the last one's. Outside passage.>, the subjects
+	// of the ticker binary's default stream PASSAGE: a server where
+	// "ticker run --nats" ran with its defaults refuses any other stream
+	// under passage.> ("subjects overlap with an existing stream").
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
-	stream, prefix := "PASSAGE_DEMO_"+strings.ToUpper(id), "passage.demo."+id+".time"
-	runsStream, runsPrefix := "PASSAGE_DEMO_RUNS_"+strings.ToUpper(id), "passage.demo."+id+".runs"
+	stream, prefix := "PASSAGE_DEMO_"+strings.ToUpper(id), "services."+id+".time"
+	runsStream, runsPrefix := "PASSAGE_DEMO_RUNS_"+strings.ToUpper(id), "services."+id+".runs"
 	nc, err := nats.Connect(*url, nats.Name("passage services launcher"))
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", *url, err)

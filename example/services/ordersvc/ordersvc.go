@@ -26,11 +26,11 @@ import (
 // or ctx ends. args are its flags:
 //
 //	-nats URL       the NATS server (default nats://127.0.0.1:4222)
-//	-prefix SUBJ    the time service's subjects' prefix (default passage.time)
+//	-prefix SUBJ    the time service's subjects' prefix (default services.time)
 //	-durable NAME   the durable consumer's name, this service's position in
 //	                the stream (default orders)
 //	-runs-prefix S  the time service's schedule runs' prefix (default
-//	                passage.runs)
+//	                services.runs)
 //	-runs-durable N the durable consumer of the runs, and its inbox's
 //	                name (default orders-report)
 //	-db DSN         SQLite file or postgres:// DSN of an empty database
@@ -44,9 +44,9 @@ func Run(ctx context.Context, args []string, w io.Writer) (err error) {
 	flags := flag.NewFlagSet("orders", flag.ContinueOnError)
 	flags.SetOutput(w)
 	url := flags.String("nats", nats.DefaultURL, "the NATS server")
-	prefix := flags.String("prefix", "passage.time", "the time service's subjects' prefix")
+	prefix := flags.String("prefix", "services.time", "the time service's subjects' prefix")
 	durable := flags.String("durable", "orders", "the durable consumer's name")
-	runsPrefix := flags.String("runs-prefix", "passage.runs", "the time service's schedule runs' prefix")
+	runsPrefix := flags.String("runs-prefix", "services.runs", "the time service's schedule runs' prefix")
 	runsDurable := flags.String("runs-durable", "orders-report", "the durable consumer of the runs, and its inbox's name")
 	dsn := flags.String("db", "", "SQLite file or postgres:// DSN of an empty database (default: a temporary SQLite file)")
 	timeout := flags.Duration("timeout", 3*time.Minute, "how long a client has to pay")

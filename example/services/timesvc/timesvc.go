@@ -31,9 +31,9 @@ const leaseTTL = 30 * time.Second
 //
 //	-nats URL       the NATS server (default nats://127.0.0.1:4222)
 //	-stream NAME    the stream, created if missing (default PASSAGE_TIME)
-//	-prefix SUBJ    the subjects' prefix (default passage.time)
+//	-prefix SUBJ    the subjects' prefix (default services.time)
 //	-runs-stream N  the stream of schedule runs (default PASSAGE_RUNS)
-//	-runs-prefix S  the runs' subjects' prefix (default passage.runs)
+//	-runs-prefix S  the runs' subjects' prefix (default services.runs)
 //	-report D       how often the orders-report schedule runs (default 2m)
 //	-db DSN         SQLite file or postgres:// DSN of the ticker's cursor and
 //	                lease, the schedules and the outbox (default: a
@@ -47,9 +47,9 @@ func Run(ctx context.Context, args []string, w io.Writer) (err error) {
 	flags.SetOutput(w)
 	url := flags.String("nats", nats.DefaultURL, "the NATS server")
 	stream := flags.String("stream", "PASSAGE_TIME", "the stream the boundaries are stored on, created if missing")
-	prefix := flags.String("prefix", "passage.time", "the subjects' prefix: <prefix>.minute, <prefix>.hour")
+	prefix := flags.String("prefix", "services.time", "the subjects' prefix: <prefix>.minute, <prefix>.hour")
 	runsStream := flags.String("runs-stream", "PASSAGE_RUNS", "the stream schedule runs are stored on, created if missing")
-	runsPrefix := flags.String("runs-prefix", "passage.runs", "the runs' subjects' prefix: <prefix>.<schedule>")
+	runsPrefix := flags.String("runs-prefix", "services.runs", "the runs' subjects' prefix: <prefix>.<schedule>")
 	report := flags.Duration("report", 2*time.Minute, "how often the orders-report schedule runs")
 	dsn := flags.String("db", "", "SQLite file or postgres:// DSN of the cursor, lease, schedules and outbox (default: a temporary SQLite file)")
 	minute := flags.Duration("minute", time.Minute, "how long a minute lasts: 1m is real time, less simulates a clock from -start")
