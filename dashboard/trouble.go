@@ -101,31 +101,52 @@ type summary struct {
 // reload every 10 s.
 const summaryTTL = time.Second
 
-// summaryCache is the latest summary and the instant it was read at.
+// summaryCache is the latest summary and the instant it was read at,
+// and the reading in flight, which the pages asking meanwhile wait for
+// instead of reading it again: 200 page views at once read it once, not
+// 200 times over the same pool.
 type summaryCache struct {
 	mu  sync.Mutex
 	at  time.Time
 	sum *summary
+	// reading is closed when the reading in flight ends; nil when none is.
+	reading chan struct{}
 }
 
 // summarize returns the summary at now: the one read less than
-// summaryTTL before now (on the dashboard's clock), else a fresh one.
-// st is the status when the page has read it already (nil: read here).
+// summaryTTL before now (on the dashboard's clock), else a fresh one, read
+// by this page or by the one already reading it. st is the status when the
+// page has read it already (nil: read here).
 func (d *Dashboard) summarize(ctx context.Context, now time.Time, st *Status) *summary {
 	c := &d.summary
-	c.mu.Lock()
-	if c.sum != nil && !now.Before(c.at) && now.Sub(c.at) < summaryTTL {
-		defer c.mu.Unlock()
-		return c.sum
-	}
-	c.mu.Unlock()
-	sum := d.readSummary(ctx, now, st)
-	if sum.Error == "" {
+	for {
 		c.mu.Lock()
-		c.at, c.sum = now, sum
+		if c.sum != nil && !now.Before(c.at) && now.Sub(c.at) < summaryTTL {
+			defer c.mu.Unlock()
+			return c.sum
+		}
+		if c.reading == nil {
+			done := make(chan struct{})
+			c.reading = done
+			c.mu.Unlock()
+			sum := d.readSummary(ctx, now, st)
+			c.mu.Lock()
+			if sum.Error == "" {
+				c.at, c.sum = now, sum
+			}
+			c.reading = nil
+			close(done)
+			c.mu.Unlock()
+			return sum
+		}
+		reading := c.reading
 		c.mu.Unlock()
+		select {
+		case <-reading: // read: fresh now, unless it failed (then read here)
+		case <-ctx.Done():
+			return &summary{Error: d.hidden(ctx, "summary", ctx.Err())}
+		}
 	}
-	return sum
 }
 
 // readSummary reads the summary at now from the database.
