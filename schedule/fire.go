@@ -426,11 +426,12 @@ func (s *Scheduler) callHandler(ctx context.Context, tx *sqlx.Tx, r Run, start t
 //
 // A schedule behind with the catch-up policy tick.All fires one missed
 // slot, the oldest, each time its item is taken, and its item is then due
-// at once for the next: a processor's Process does not take an item again
-// in the same call, so a schedule N slots behind needs N calls. Call
-// Process again at the same boundary while its Result claimed anything
-// (as "ticker run" does), or a schedule behind catches up one slot a tick
-// and stays behind.
+// at once for the next; the processor takes it again in the same Process
+// call ([todolist.WithUntilDry]), so one call at a boundary catches every
+// schedule up to it, within the time budget and WithMaxItems. Before, a
+// schedule N slots behind needed N calls, and a caller that made one a
+// tick stayed behind for good.
 func (s *Scheduler) Processor(opts ...todolist.ProcessorOption) (*todolist.Processor, error) {
-	return todolist.NewTxBatchProcessor(s.list, s.fireBatch, append([]todolist.ProcessorOption{todolist.WithClock(s.clock)}, opts...)...)
+	base := []todolist.ProcessorOption{todolist.WithClock(s.clock), todolist.WithUntilDry()}
+	return todolist.NewTxBatchProcessor(s.list, s.fireBatch, append(base, opts...)...)
 }

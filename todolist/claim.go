@@ -35,8 +35,9 @@ func (p *Processor) processClaimed(ctx context.Context, start time.Time, res *Re
 		if err != nil {
 			return err
 		}
-		// A short pick means nothing more was due.
-		if stopped || len(batch) < limit {
+		// A short pick means nothing more was due (WithUntilDry: an
+		// empty one).
+		if stopped || p.cfg.dry(len(batch), limit) {
 			return nil
 		}
 	}

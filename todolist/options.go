@@ -32,6 +32,7 @@ type processorConfig struct {
 	backoffMax  time.Duration
 	maxItems    int
 	timeBudget  time.Duration
+	untilDry    bool
 	workers     int
 	observer    Observer
 	// renewed, for tests, is told the answer of every lease renewal.
@@ -151,6 +152,34 @@ func WithTimeBudget(d time.Duration) ProcessorOption {
 		cfg.timeBudget = d
 		return nil
 	}
+}
+
+// WithUntilDry makes a tick keep taking batches until a pick finds
+// nothing due, instead of stopping at the first pick that finds fewer
+// items than it asked for. It is for actions that add an item due again
+// at once — a schedule behind that fires its oldest missed slot and
+// re-adds the next (schedule.Scheduler.Processor) — which a tick would
+// otherwise take one step a call, so that a caller had to call Process
+// again while it claimed anything. An item is taken again only after its
+// action settled it; conflicts and failures are set past the cutoff, so
+// they are not. An action that re-adds its item due at or before the
+// cutoff every time is taken until [WithMaxItems] or [WithTimeBudget]
+// stops the tick. It costs one more pick, which finds nothing, on a tick
+// that claimed anything.
+func WithUntilDry() ProcessorOption {
+	return func(cfg *processorConfig) error {
+		cfg.untilDry = true
+		return nil
+	}
+}
+
+// dry reports whether a pick that took taken of the limit items it asked
+// for ends a tick: a short one, or with WithUntilDry an empty one.
+func (cfg processorConfig) dry(taken, limit int) bool {
+	if cfg.untilDry {
+		return taken == 0
+	}
+	return taken < limit
 }
 
 // MaxWorkers bounds [WithWorkers]: each worker holds a connection and a

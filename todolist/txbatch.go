@@ -126,7 +126,7 @@ func (p *Processor) txWorker(ctx context.Context, start time.Time, res *Result, 
 		if err != nil {
 			return false, err
 		}
-		if n < limit {
+		if p.cfg.dry(n, limit) {
 			return true, nil
 		}
 	}
