@@ -3,11 +3,11 @@ package eventstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/mattn/go-sqlite3"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
 )
 
 // sqliteDriver is the store on SQLite. Its immediate transactions hold
@@ -85,8 +85,7 @@ func (sqliteDriver) insertMany(ctx context.Context, tx *sqlx.Tx, rows []eventRow
 }
 
 func (sqliteDriver) isUniqueViolation(err error) bool {
-	var lite sqlite3.Error
-	return errors.As(err, &lite) && (lite.ExtendedCode == sqlite3.ErrConstraintUnique || lite.ExtendedCode == sqlite3.ErrConstraintPrimaryKey)
+	return sqldb.IsSQLiteUniqueViolation(err)
 }
 
 func (sqliteDriver) load(ctx context.Context, q sqlx.QueryerContext, stream string, from int64) (*sqlx.Rows, error) {

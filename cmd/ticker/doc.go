@@ -9,9 +9,11 @@
 //	ticker serve     the dashboard alone (no ticker)
 //	ticker demo      the ordering example end to end on an accelerated clock
 //	ticker version   the version (also ticker --version)
+//	ticker completion  the completion script of bash, zsh or fish
 //
 // "ticker -h" lists them, "ticker help <command>" or "ticker <command> -h"
-// a command's flags.
+// a command's flags; docs/reference has them all, generated from the
+// commands (go generate ./cmd/ticker).
 //
 // State lives in --db: the embedded SQLite file passage.db by default, or a
 // postgres:// DSN shared by several machines, of which one emits at a time.
@@ -23,3 +25,5 @@
 // The logic lives in internal/cli, which writes to the io.Writers it is given
 // so tests drive it exactly as a user does.
 package main
+
+//go:generate go test ./internal/reference -run TestTheReferenceIsCurrent -update

@@ -15,6 +15,10 @@
 // WAL under this one. A DSN starting with "postgres://" or
 // "postgresql://" opens PostgreSQL through pgx's database/sql driver.
 //
+// Built without cgo (CGO_ENABLED=0), the package still builds and opens
+// PostgreSQL; a SQLite DSN fails with [ErrSQLiteNeedsCGO], which says
+// what to do (sqlite_nocgo.go).
+//
 // Pools are bounded (pool.go): ten connections to PostgreSQL unless the
 // DSN's pool_max_conns or [WithMaxConns] says otherwise, eight to SQLite,
 // all kept when idle. A caller waiting for a connection waits until its

@@ -1,10 +1,7 @@
 package sqldb
 
 import (
-	"database/sql"
 	"strings"
-
-	"github.com/mattn/go-sqlite3"
 )
 
 // Case-insensitive filters (a schedule's or a list's name containing "é")
@@ -24,35 +21,6 @@ import (
 // read-only opens do. Pass "sqlite3" to sqlx as the driver name: it picks
 // the placeholders and [DialectOf] by it.
 const SQLiteDriverName = "sqlite3-passage"
-
-func init() {
-	sql.Register(SQLiteDriverName, newSQLiteDriver())
-}
-
-// newSQLiteDriver is mattn/go-sqlite3's driver registering passage's
-// functions on each connection it opens.
-func newSQLiteDriver() *sqlite3.SQLiteDriver {
-	return &sqlite3.SQLiteDriver{ConnectHook: registerFunctions}
-}
-
-func registerFunctions(conn *sqlite3.SQLiteConn) error {
-	return conn.RegisterFunc("passage_lower", unicodeLower, true)
-}
-
-// unicodeLower is passage_lower(): text lowered by strings.ToLower, NULL
-// NULL, and anything else as it came.
-func unicodeLower(v any) any {
-	switch v := v.(type) {
-	case string:
-		return strings.ToLower(v)
-	case []byte:
-		if v == nil { // how mattn/go-sqlite3 hands over a NULL
-			return nil
-		}
-		return strings.ToLower(string(v))
-	}
-	return v
-}
 
 // ContainsFolded returns the condition that column contains match,
 // ignoring case as strings.ToLower does, % and _ matched as themselves,

@@ -39,6 +39,10 @@ const postgresIdleTime = 5 * time.Minute
 // ErrBadOption is returned by [Open] for an option it cannot take.
 var ErrBadOption = errors.New("sqldb: invalid option")
 
+// ErrSQLiteNeedsCGO is returned for a SQLite database by a binary built
+// without cgo (CGO_ENABLED=0), whose SQLite driver cannot open anything.
+var ErrSQLiteNeedsCGO = errors.New("sqldb: SQLite needs cgo, and this binary was built with CGO_ENABLED=0: build it with a C compiler and CGO_ENABLED=1, or use PostgreSQL (a postgres:// DSN)")
+
 // Option configures [Open].
 type Option func(*options) error
 

@@ -2,7 +2,6 @@ package sqldb
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -108,19 +107,16 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		// Through a connector of our own rather than the registered
-		// driver, so that read-only connections leave the pool (sqlite.go).
-		// The driver name stays "sqlite3" for sqlx and DialectOf.
 		busyTimeout, err := busyTimeoutOf(sqliteDSN)
 		if err != nil {
 			return nil, err
 		}
-		db = sqlx.NewDb(sql.OpenDB(sqliteConnector{
-			dsn:         sqliteDSN,
-			driver:      newSQLiteDriver(),
-			readOnly:    isReadOnlyDSN(dsn),
-			busyTimeout: busyTimeout,
-		}), "sqlite3")
+		sqlDB, err := openSQLite(sqliteDSN, isReadOnlyDSN(dsn), busyTimeout)
+		if err != nil {
+			return nil, err
+		}
+		// The driver name stays "sqlite3" for sqlx and DialectOf.
+		db = sqlx.NewDb(sqlDB, "sqlite3")
 		Bound(db.DB, dialect, o.maxConns)
 		if isMemory(dsn) {
 			// Each connection to ":memory:" is a separate database; one

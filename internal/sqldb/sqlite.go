@@ -1,7 +1,10 @@
+//go:build cgo
+
 package sqldb
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -9,6 +12,20 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 )
+
+// openSQLite opens a pool of SQLite connections through a connector of
+// our own rather than the registered driver, so that read-only connections
+// leave the pool (sqliteConnector).
+func openSQLite(dsn string, readOnly bool, busyTimeout int) (*sql.DB, error) {
+	return sql.OpenDB(sqliteConnector{dsn: dsn, driver: newSQLiteDriver(), readOnly: readOnly, busyTimeout: busyTimeout}), nil
+}
+
+// IsSQLiteUniqueViolation reports whether err is SQLite refusing a row
+// whose UNIQUE or PRIMARY KEY value exists already.
+func IsSQLiteUniqueViolation(err error) bool {
+	var e sqlite3.Error
+	return errors.As(err, &e) && (e.ExtendedCode == sqlite3.ErrConstraintUnique || e.ExtendedCode == sqlite3.ErrConstraintPrimaryKey)
+}
 
 // sqliteConnector opens SQLite connections that leave the pool once they
 // turned out to be read-only.

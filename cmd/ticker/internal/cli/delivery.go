@@ -66,29 +66,6 @@ func webhookName(hook *sink.Webhook, raw string) string {
 	return "webhook " + shown + " #" + hex.EncodeToString(sum[:4])
 }
 
-// senders returns the sinks the flags name: stdout unless only webhooks
-// (or --nats, which withNATS adds) are given, and each webhook.
-func (f *runFlags) senders(env Env) ([]sender, error) {
-	var out []sender
-	if len(f.webhooks) == 0 && f.nats.url == "" || f.stdout {
-		// One stream at a time keeps the lines of a pass in the order the
-		// streams first appear in it.
-		out = append(out, sender{name: "stdout", send: sink.NewJSONLines(env.Stdout).Send, parallel: 1})
-	}
-	secret := env.getenv(f.secretEnv)
-	for _, u := range f.webhooks {
-		hook, err := sink.NewWebhook(sink.WebhookConfig{URL: u, Secret: []byte(secret)})
-		if err != nil {
-			return nil, usagef("--webhook %q: %v", u, err)
-		}
-		out = append(out, sender{name: webhookName(hook, u), send: hook.Send, parallel: relayParallel})
-	}
-	if len(f.webhooks) > 0 && secret == "" {
-		fmt.Fprintf(env.Stderr, "warning: $%s is empty: webhook bodies are not signed\n", f.secretEnv)
-	}
-	return out, nil
-}
-
 // relay is one sink's relay, with what /metrics and /healthz show of it.
 type relay struct {
 	name string
@@ -111,10 +88,18 @@ type delivery struct {
 	relays []*relay
 }
 
-// openDelivery opens the outbox of db and a relay per sink. A record a
-// sink refuses is retried after backoff, doubled up to 10 s (or backoff
-// if longer), and parked after attempts refusals.
-func openDelivery(ctx context.Context, db *sqldb.DB, senders []sender, backoff time.Duration, attempts int, clock clockwork.Clock, logger *slog.Logger) (*delivery, error) {
+// retries is how a relay retries a record a sink refused: after backoff,
+// doubled up to 10 s (or backoff if longer), parked after attempts
+// refusals (--webhook-backoff, --webhook-attempts).
+type retries struct {
+	backoff  time.Duration
+	attempts int
+}
+
+// openDelivery opens the outbox of db and a relay per sink, retrying as
+// retry says.
+func openDelivery(ctx context.Context, db *sqldb.DB, senders []sender, retry retries, clock clockwork.Clock, logger *slog.Logger) (*delivery, error) {
+	backoff, attempts := retry.backoff, retry.attempts
 	box, err := outbox.Open(ctx, db.DB, outbox.WithClock(clock))
 	if err != nil {
 		return nil, fmt.Errorf("open the outbox: %w", err)

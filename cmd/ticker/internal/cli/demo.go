@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/spf13/cobra"
 
 	"github.com/passage-of-time/passage/bus"
 	"github.com/passage-of-time/passage/example/order/ordering"
@@ -28,59 +28,91 @@ import (
 // workflow commands can be tried on it.
 const workflowDemoDB = "orders.db"
 
-func demoCommand(ctx context.Context, env Env, args []string) error {
-	fs := newFlagSet(env, "demo", "[--orders 20] [--paid 0.5] [--seed 1] [--db empty.db] | --workflow [--db orders.db]")
+// demoConfig is "ticker demo" validated: the to-do list story of
+// ordering.RunDemo, or with workflow the story of the ordering process as
+// durable workflows, told in db ("" for a temporary file).
+type demoConfig struct {
+	story    ordering.DemoConfig
+	workflow bool
+	db       database
+}
+
+func demoCommand(env Env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "demo [--orders 20] [--paid 0.5] [--seed 1] [--db empty.db] | --workflow [--db orders.db]",
+		Short: "run the ordering example end to end on an accelerated clock",
+		Args:  noArgs,
+	}
+	fs := c.Flags()
 	orders := fs.Int("orders", 20, fmt.Sprintf("how many orders are placed (1–%d)", ordering.DemoMaxOrders))
 	paid := fs.Float64("paid", 0.5, "share of orders paid before their deadline, 0 to 1")
 	seed := fs.Uint64("seed", 1, "seed of the deadlines and payment times")
-	dsn := fs.String("db", "", "new SQLite file, or SQLite file or postgres:// DSN of an empty database: the demo refuses one that holds any table, even an earlier demo's (default: a temporary SQLite file, removed afterwards; with --workflow, "+workflowDemoDB+", kept)")
+	dbf := addDemoDB(c, env, "new SQLite file, or SQLite file or postgres:// DSN of an empty database: the demo refuses one that holds any table, even an earlier demo's (default: a temporary SQLite file, removed afterwards; with --workflow, "+workflowDemoDB+", kept)")
 	asWorkflows := fs.Bool("workflow", false, "run the ordering process as durable workflows instead, and leave the instances in --db for \"ticker workflow\" to work on")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *asWorkflows {
-		var storyFlags []string
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "orders" || f.Name == "paid" || f.Name == "seed" {
-				storyFlags = append(storyFlags, "--"+f.Name)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		cfg := demoConfig{workflow: *asWorkflows, story: ordering.DemoConfig{Orders: *orders, PaidShare: *paid, Seed: *seed}}
+		if *asWorkflows {
+			var storyFlags []string
+			for _, name := range []string{"orders", "paid", "seed"} {
+				if c.Flags().Changed(name) {
+					storyFlags = append(storyFlags, "--"+name)
+				}
 			}
-		})
-		if len(storyFlags) > 0 {
-			return usagef("%s: shapes the to-do list story, not --workflow's", strings.Join(storyFlags, ", "))
+			if len(storyFlags) > 0 {
+				return usagef("%s: shapes the to-do list story, not --workflow's", strings.Join(storyFlags, ", "))
+			}
+		} else if err := checkStory(cfg.story); err != nil {
+			return err
 		}
-		if *dsn == "" {
-			*dsn = workflowDemoDB
+		var err error
+		if cfg.db, err = dbf.database(); err != nil {
+			return err
 		}
-		return workflowDemo(ctx, env, *dsn)
+		return demo(c.Context(), env, cfg)
 	}
-	if *orders < 1 || *orders > ordering.DemoMaxOrders {
-		return usagef("--orders %d: must be between 1 and %d", *orders, ordering.DemoMaxOrders)
+	return c
+}
+
+// checkStory refuses a story out of range.
+func checkStory(story ordering.DemoConfig) error {
+	if story.Orders < 1 || story.Orders > ordering.DemoMaxOrders {
+		return usagef("--orders %d: must be between 1 and %d", story.Orders, ordering.DemoMaxOrders)
 	}
 	// NaN compares false with everything: check what is in range.
-	if !(*paid >= 0 && *paid <= 1) {
-		return usagef("--paid %g: must be between 0 and 1", *paid)
+	if !(story.PaidShare >= 0 && story.PaidShare <= 1) {
+		return usagef("--paid %g: must be between 0 and 1", story.PaidShare)
 	}
-	if *dsn == "" {
+	return nil
+}
+
+// demo tells the story cfg asks for.
+func demo(ctx context.Context, env Env, cfg demoConfig) error {
+	if cfg.workflow {
+		if cfg.db.dsn == "" {
+			cfg.db.dsn = workflowDemoDB
+		}
+		return workflowDemo(ctx, env, cfg.db)
+	}
+	if cfg.db.dsn == "" {
 		dir, err := os.MkdirTemp("", "passage-demo")
 		if err != nil {
 			return err
 		}
 		defer func() { _ = os.RemoveAll(dir) }()
-		*dsn = filepath.Join(dir, "demo.db")
+		cfg.db.dsn = filepath.Join(dir, "demo.db")
 	}
-	if err := refuseNonEmpty(ctx, *dsn); err != nil {
+	if err := refuseNonEmpty(ctx, cfg.db); err != nil {
 		return err
 	}
-	db, err := openDB(ctx, *dsn)
+	db, err := cfg.db.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	cfg := ordering.DemoConfig{Orders: *orders, PaidShare: *paid, Seed: *seed}
-	if *paid == 0 {
-		cfg.PaidShare = ordering.NoneWillPay
+	if cfg.story.PaidShare == 0 {
+		cfg.story.PaidShare = ordering.NoneWillPay
 	}
-	_, err = ordering.RunDemo(ctx, env.Stdout, db.DB, cfg)
+	_, err = ordering.RunDemo(ctx, env.Stdout, db.DB, cfg.story)
 	if err != nil && ctx.Err() != nil {
 		// Whatever the signal interrupted (a wait, a commit) is no news:
 		// the story stopped, one quiet line says so.
@@ -95,21 +127,21 @@ func demoCommand(ctx context.Context, env Env, args []string) error {
 // anything — a real ticker's cursors, or an earlier demo's orders, which
 // would make the story come out wrong — it must write nothing. The check
 // opens the database read-only, so a refused file is left as it was.
-func refuseNonEmpty(ctx context.Context, dsn string) error {
-	if !sqldb.IsPostgresDSN(dsn) {
-		path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+func refuseNonEmpty(ctx context.Context, dsn database) error {
+	if !sqldb.IsPostgresDSN(dsn.dsn) {
+		path, _, _ := strings.Cut(strings.TrimPrefix(dsn.dsn, "file:"), "?")
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
 	}
-	db, err := openReadOnly(ctx, dsn)
+	db, err := dsn.readOnly(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	tables, err := tablesIn(ctx, db, db.Dialect)
 	if err != nil {
-		return fmt.Errorf("--db %s: %w", redact(dsn), err)
+		return fmt.Errorf("--db %s: %w", dsn, err)
 	}
 	if len(tables) > 0 {
 		names := make([]string, 0, len(tables))
@@ -117,7 +149,7 @@ func refuseNonEmpty(ctx context.Context, dsn string) error {
 			names = append(names, name)
 		}
 		sort.Strings(names)
-		return fmt.Errorf("--db %s: not empty (tables %s): the demo writes only into a new file or an empty database; nothing was written", redact(dsn), strings.Join(names, ", "))
+		return fmt.Errorf("--db %s: not empty (tables %s): the demo writes only into a new file or an empty database; nothing was written", dsn, strings.Join(names, ", "))
 	}
 	return nil
 }
@@ -164,11 +196,11 @@ const workflowDemoCup ordering.Money = 250
 // not paid in time, one cancelled, two awaiting their payment. The
 // narration comes from the instances' statuses after each minute, not from
 // the plan, so it says what the engine recorded.
-func workflowDemo(ctx context.Context, env Env, dsn string) (err error) {
+func workflowDemo(ctx context.Context, env Env, dsn database) (err error) {
 	if err := refuseNonEmpty(ctx, dsn); err != nil {
 		return err
 	}
-	db, err := openDB(ctx, dsn)
+	db, err := dsn.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -238,16 +270,21 @@ func workflowDemo(ctx context.Context, env Env, dsn string) (err error) {
 		}
 	}
 	n.printf("%s  The story stops here, with order-4 and order-5 awaiting their payment.\n\n", n.stamp())
-	db0 := redact(dsn)
+	n.try(dsn)
+	return n.err
+}
+
+// try says where the instances are and which commands to try on them.
+func (n *workflowNarrator) try(dsn database) {
+	db0 := dsn.String()
 	if strings.ContainsAny(db0, " '\"$&;|<>()") {
 		db0 = "'" + strings.ReplaceAll(db0, "'", `'\''`) + "'"
 	}
-	n.printf("The instances are in %s. Try:\n", redact(dsn))
+	n.printf("The instances are in %s. Try:\n", dsn)
 	n.printf("  ticker workflow list --db %s\n", db0)
 	n.printf("  ticker workflow show --db %s order-2\n", db0)
 	n.printf("  ticker workflow signal --db %s order-4 paid --payload '{\"Reference\": \"card-4\", \"Amount\": %d}'\n", db0, workflowDemoCup)
 	n.printf("  ticker workflow cancel --db %s order-5\n", db0)
-	return n.err
 }
 
 // workflowNarrator tells what became of the demo's instances.

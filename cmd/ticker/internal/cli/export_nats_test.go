@@ -31,15 +31,15 @@ type NATSOutbox struct {
 // OpenNATSOutbox connects the NATS sink (withNATS) and opens the outbox
 // with its relay on clock. wrap, if not nil, wraps the sink's send.
 func OpenNATSOutbox(ctx context.Context, db *sqldb.DB, url, prefix string, clock clockwork.Clock, wrap func(Send) Send) (*NATSOutbox, error) {
-	f := runFlags{nats: natsFlags{url: url, prefix: prefix}, backoff: 200 * time.Millisecond, attempts: 360, leaseTTL: 30 * time.Second}
-	senders, err := f.withNATS(ctx, nil)
+	f := sinkFlags{nats: natsFlags{url: url, prefix: prefix}, backoff: 200 * time.Millisecond, attempts: 360}
+	senders, err := f.withNATS(ctx, nil, 30*time.Second)
 	if err != nil {
 		return nil, err
 	}
 	if wrap != nil {
 		senders[0].send = wrap(senders[0].send)
 	}
-	d, err := openDelivery(ctx, db, senders, f.backoff, f.attempts, clock, slog.New(slog.DiscardHandler))
+	d, err := openDelivery(ctx, db, senders, retries{f.backoff, f.attempts}, clock, slog.New(slog.DiscardHandler))
 	if err != nil {
 		closeSenders(senders)
 		return nil, err

@@ -71,13 +71,26 @@ func recordingHandler(out *delivery, runs *atomic.Int64, ran func(schedule.Run))
 	}
 }
 
+// firingOf is what the firing of "ticker run" works with: its database,
+// the units it publishes, the outbox, its clock, its logger and its
+// figures.
+type firingOf struct {
+	db      *sqldb.DB
+	units   []tick.Unit
+	out     *delivery
+	clock   clockwork.Clock
+	logger  *slog.Logger
+	metrics *metrics
+}
+
 // openFiring opens the scheduler of db for "ticker run", creating its
 // tables on first use like the ticker's own. Schedules fire on minute
 // boundaries: without minute in --units, a database that holds schedules
 // is a usage error (firing them an hour or a day late would be worse), and
 // one that holds none gets no scheduler (nil). opts go to schedule.Open
 // (the command's telemetry providers).
-func openFiring(ctx context.Context, db *sqldb.DB, units []tick.Unit, out *delivery, clock clockwork.Clock, logger *slog.Logger, m *metrics, opts ...schedule.Option) (*firing, error) {
+func openFiring(ctx context.Context, o firingOf, opts ...schedule.Option) (*firing, error) {
+	db, units, out, clock, logger, m := o.db, o.units, o.out, o.clock, o.logger, o.metrics
 	if !slices.Contains(units, tick.Minute) {
 		n, err := countSchedules(ctx, db)
 		if err != nil {

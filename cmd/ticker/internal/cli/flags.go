@@ -82,6 +82,11 @@ func goFlagWords(err error) string {
 		// flag said which of two things went wrong. Our values' errors
 		// (onceValue's "given twice") are shown as they are.
 		var num *strconv.NumError
+		if f.Value.Type() == "bool" && !errors.As(cause, &num) {
+			// A bool flag's value is rarely typed ("--once --once"): Go's
+			// flag named the flag alone.
+			return fmt.Sprintf("invalid boolean flag %s: %v", f.Name, cause)
+		}
 		switch {
 		case errors.As(cause, &num) && errors.Is(num.Err, strconv.ErrRange):
 			cause = errors.New("value out of range")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
 	"github.com/passage-of-time/passage/natsjs"
 )
@@ -18,8 +20,10 @@ type natsFlags struct {
 	url, prefix, stream string
 }
 
-// declareNATS declares --nats, --nats-prefix and --nats-stream.
-func (f *runFlags) declareNATS(fs *flagSet) {
+// addNATS declares --nats, --nats-prefix and --nats-stream ("ticker run"
+// alone).
+func (f *sinkFlags) addNATS(c *cobra.Command) {
+	fs := c.Flags()
 	fs.StringVar(&f.nats.url, "nats", "", "publish each record to NATS JetStream at this URL (nats://host:4222; a cluster's servers comma-separated) after its commit, with Nats-Msg-Id its key; replaces stdout unless --stdout")
 	fs.StringVar(&f.nats.prefix, "nats-prefix", sink.DefaultNATSPrefix, "subject prefix of --nats: boundaries on <prefix>.<unit> and skip reports on <prefix>.skipped.<unit> as natsjs lays time out (a natsjs.Consumer of the prefix reads them), runs on <prefix>.schedule.<name>")
 	fs.StringVar(&f.nats.stream, "nats-stream", "", "the JetStream stream of <prefix>.>, created when missing (default the prefix in capitals, dots as underscores: PASSAGE)")
@@ -28,7 +32,7 @@ func (f *runFlags) declareNATS(fs *flagSet) {
 // checkNATS refuses what no server could take — a URL that is not
 // nats://, a prefix with a wildcard — and the NATS flags without --nats,
 // as flag errors, before anything is opened.
-func (f *runFlags) checkNATS() error {
+func (f *sinkFlags) checkNATS() error {
 	if f.nats.url == "" {
 		if f.given("nats") {
 			return usagef("--nats: empty (want a URL such as nats://127.0.0.1:4222)")
@@ -58,15 +62,15 @@ func (f *runFlags) checkNATS() error {
 // opened: an unreachable server, or a stream that would store a record
 // published twice, stops the run before anything is recorded or
 // published.
-func (f *runFlags) withNATS(ctx context.Context, senders []sender) ([]sender, error) {
+func (f *sinkFlags) withNATS(ctx context.Context, senders []sender, leaseTTL time.Duration) ([]sender, error) {
 	if f.nats.url == "" {
 		return senders, nil
 	}
-	window := natsWindow(f.backoff, f.attempts, f.leaseTTL)
+	window := natsWindow(f.backoff, f.attempts, leaseTTL)
 	n, err := sink.NewNATS(ctx, sink.NATSConfig{URL: f.nats.url, Prefix: f.nats.prefix, Stream: f.nats.stream, Window: window})
 	if errors.Is(err, natsjs.ErrDuplicateWindow) {
 		return nil, fmt.Errorf("--nats: %w; %v is how long a record may be published again after the server stored it: the relay tries a record up to %d times (--webhook-attempts), waiting --webhook-backoff %v doubled up to %v between tries and up to %v for each ack, and a replica takes the lease over after --lease-ttl %v; lower those flags or widen the stream's window",
-			err, window, f.attempts, f.backoff, max(f.backoff, relayBackoffMax), sink.NATSPublishTimeout, f.leaseTTL)
+			err, window, f.attempts, f.backoff, max(f.backoff, relayBackoffMax), sink.NATSPublishTimeout, leaseTTL)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--nats: %w", err)

@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"context"
-	"errors"
-	"flag"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -42,13 +39,13 @@ func Command(env Env) *cobra.Command {
 	root.SetHelpCommand(helpCommand(root))
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
-		legacy(env, "run", "publish the passage of time (JSON lines on stdout, or webhooks)", runCommand),
+		runCommand(env),
 		statusCommand(env),
 		previewCommand(env),
 		scheduleCommand(env),
-		legacy(env, "workflow", "durable workflow instances: "+names(workflowCommands()), workflowCommand),
-		legacy(env, "serve", "serve the dashboard alone (no ticker): read-only unless given an admin token", serveCommand),
-		legacy(env, "demo", "run the ordering example end to end on an accelerated clock", demoCommand),
+		workflowCommand(env),
+		serveCommand(env),
+		demoCommand(env),
 		versionCommand(env),
 		completionCommand(env),
 	)
@@ -69,7 +66,9 @@ func synopses(c *cobra.Command) {
 // workflow"), summarised as what it holds and their names. Alone it lists
 // them and is a usage error; "help [subcommand]" is a help.
 func group(name, what string, subs ...*cobra.Command) *cobra.Command {
-	g := &cobra.Command{Use: name + " <subcommand>", Args: cobra.ArbitraryArgs}
+	// The group parses no flags of its own: "ticker workflow wait --db x"
+	// is an unknown subcommand, not an unknown flag.
+	g := &cobra.Command{Use: name + " <subcommand>", Args: cobra.ArbitraryArgs, DisableFlagParsing: true}
 	g.AddCommand(subs...)
 	names := make([]string, len(subs))
 	for i, sub := range subs {
@@ -81,6 +80,9 @@ func group(name, what string, subs ...*cobra.Command) *cobra.Command {
 		case len(args) == 0:
 			printHelp(c)
 			return usagef("a subcommand is needed")
+		case args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
+			printHelp(c)
+			return nil
 		case args[0] == "help":
 			target, rest, err := c.Find(args[1:])
 			if err == nil && len(rest) == 0 {
@@ -123,21 +125,4 @@ func helpCommand(root *cobra.Command) *cobra.Command {
 			return out, cobra.ShellCompDirectiveNoFileComp
 		},
 	}
-}
-
-// legacy wraps a command that parses its own flags.
-func legacy(env Env, name, short string, run func(context.Context, Env, []string) error) *cobra.Command {
-	c := &cobra.Command{
-		Use:                name,
-		Short:              short,
-		DisableFlagParsing: true,
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := run(c.Context(), env, args); !errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return nil
-		},
-	}
-	c.SetHelpFunc(func(c *cobra.Command, _ []string) { _ = run(c.Context(), env, []string{"-h"}) })
-	return c
 }

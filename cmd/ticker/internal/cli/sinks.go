@@ -39,6 +39,9 @@ func addSinks(c *cobra.Command) *sinkFlags {
 	return f
 }
 
+// retries is how the relays retry what a sink refused.
+func (f *sinkFlags) retries() retries { return retries{f.backoff, f.attempts} }
+
 // given reports whether the flag name was set on the command line (its
 // value may still equal the default: --webhook-attempts 360 was given).
 func (f *sinkFlags) given(name string) bool { return f.cmd.Flags().Changed(name) }
@@ -107,7 +110,7 @@ func (f *sinkFlags) runsOut(ctx context.Context, env Env) (**delivery, handlerOf
 	out := new(*delivery)
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{ReplaceAttr: losslessTimes}))
 	return out, func(db *sqldb.DB) (schedule.Handler, error) {
-		d, err := openDelivery(ctx, db, hooks, f.backoff, f.attempts, env.clock(), logger)
+		d, err := openDelivery(ctx, db, hooks, f.retries(), env.clock(), logger)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"log/slog"
 	"sort"
 	"strings"
 	"time"
@@ -130,4 +131,13 @@ func offsets(ts []time.Time) string {
 		out = append(out, offset(t))
 	}
 	return strings.Join(out, " and ")
+}
+
+// losslessTimes prints the times in log records with timefmt.Format:
+// slog's own format drops an offset's seconds.
+func losslessTimes(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindTime {
+		return slog.String(a.Key, timefmt.Format(a.Value.Time()))
+	}
+	return a
 }
