@@ -14,11 +14,33 @@
 // A [Relay] delivers one sink's records: every committed record at least
 // once, after the commit, under its key, so a receiver de-duplicates by
 // the key. A stream's records reach the sink in order; different streams
-// are delivered in parallel (WithParallel), so one slow or failing
-// receiver request delays only its own stream. A refused delivery is
+// are delivered in parallel (WithParallel). A refused delivery is
 // retried with backoff (nothing is decided again), and a record refused
 // WithMaxAttempts times is parked: its stream moves on, and the record
 // stays listed by [Outbox.Parked], never dropped.
+//
+// # No barrier between streams
+//
+// [Relay.Run] gives each stream a lane of its own: a dispatcher reads
+// the outbox in order from a cursor and hands each record to its
+// stream's lane, and WithParallel workers take the lanes in turn, one
+// record at a time. A receiver that stalls on one record holds that
+// stream, its retries and one request in flight, and nothing else; a
+// refused record waits out its backoff without holding a request. What
+// waits in memory is bounded by WithPage (a page waiting for a request, a
+// page per lane in flight, one record per lane in backoff); a lane that
+// cannot keep what the dispatcher read reads it again itself, after
+// what it holds. The sink's checkpoint is the minimum of what is fully
+// settled — just before the first record of any lane not yet settled,
+// never past what the dispatcher read — so it never passes a stalled
+// record; each stream's checkpoint moves as soon as the sink took its
+// record, many streams' in one transaction (group commit). A record is
+// offered only once its stream's previous one is recorded, so across a
+// stop or a crash at most the record each stream had in flight (at most
+// WithParallel) is delivered twice, and none is skipped. [Relay.Pass]
+// delivers one page and waits for all it started: a loop of passes
+// holds every stream behind the slowest, which suits tests, drains and
+// run-once commands, not a long-running relay.
 //
 // # Reading what committed, in order
 //
@@ -27,10 +49,11 @@
 // with a higher position was read: a reader that moved its checkpoint
 // past the higher one would skip it for ever. Each record therefore
 // carries the id of the transaction that wrote it, records are read in
-// (transaction, position) order, and a pass reads only the records of
+// (transaction, position) order, and every read (a pass, Run's
+// dispatcher, a lane reading its own stream) takes only the records of
 // transactions older than every transaction still running
-// (pg_snapshot_xmin): none of those can still add a record, so the
-// checkpoint never passes one that is yet to commit. A long transaction
+// (pg_snapshot_xmin): none of those can still add a record, so no
+// checkpoint passes one that is yet to commit. A long transaction
 // that wrote a record (or any transaction holding an id) delays delivery
 // until it ends; it never loses a record. SQLite has one writer at a
 // time, so its positions follow commit order.
@@ -45,6 +68,6 @@
 //
 // The relay's checkpoints are per sink and per stream, moved only forward
 // (several relays of one sink deliver some records twice, never skip one),
-// and its retries are stored, so a restart resumes where the last pass
-// ended and counts attempts across restarts.
+// and its retries are stored, so a restart resumes where the last relay
+// stopped and counts attempts across restarts.
 package outbox

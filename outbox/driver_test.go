@@ -110,9 +110,18 @@ func TestDriverConformance(t *testing.T) {
 				require.Equal(t, []string{"c1", "c2"}, keys(rows))
 				require.NoError(t, d.refused(ctx, "r", rows[0].Position, 1, 77, "no", false))
 				require.NoError(t, d.refused(ctx, "r", rows[1].Position, 3, 78, "never", true))
-				retries, err := d.retries(ctx, "r")
+				// A record read carries the sink's refusals of it, none once parked.
+				again := read("r", 10)
+				again = again[len(again)-2:]
+				require.Equal(t, []string{"c1", "c2"}, keys(again))
+				require.Equal(t, 1, again[0].RetryAttempts)
+				require.EqualValues(t, 77, again[0].RetryNextAt)
+				require.Zero(t, again[1].RetryAttempts, "parked")
+				require.Zero(t, read("other", 10)[0].RetryAttempts, "refusals are per sink")
+				mine, err := d.streamRecords(ctx, "r", "s-c", position{}, 10)
 				require.NoError(t, err)
-				require.Equal(t, []retryRow{{Position: rows[0].Position, Attempts: 1, NextAt: 77}}, retries)
+				require.Equal(t, []string{"c1", "c2"}, keys(mine))
+				require.Equal(t, 1, mine[0].RetryAttempts)
 				n, err := d.waiting(ctx, "r")
 				require.NoError(t, err)
 				require.Equal(t, 1, n)
@@ -129,6 +138,37 @@ func TestDriverConformance(t *testing.T) {
 				require.Zero(t, n)
 			})
 
+			t.Run("one stream's records and settling them", func(t *testing.T) {
+				write(db, "e1", "f1", "e2", "e3")
+				visible("e1", "f1", "e2", "e3")
+				e, err := d.streamRecords(ctx, "st", "s-e", position{}, 10)
+				require.NoError(t, err)
+				require.Equal(t, []string{"e1", "e2", "e3"}, keys(e))
+				after, err := d.streamRecords(ctx, "st", "s-e", e[0].at(), 1)
+				require.NoError(t, err)
+				require.Equal(t, []string{"e2"}, keys(after), "after a position, limited")
+				require.NoError(t, d.refused(ctx, "st", e[1].Position, 2, 9, "no", false))
+				// One call settles several streams, two records of one among
+				// them, and clears a refusal.
+				f, err := d.streamRecords(ctx, "st", "s-f", position{}, 10)
+				require.NoError(t, err)
+				require.NoError(t, d.settle(ctx, "st", []settled{
+					{stream: "s-e", at: e[1].at(), cleared: true},
+					{stream: "s-f", at: f[0].at()},
+					{stream: "s-e", at: e[0].at()},
+				}))
+				left, err := d.streamRecords(ctx, "st", "s-e", position{}, 10)
+				require.NoError(t, err)
+				require.Equal(t, []string{"e3"}, keys(left), "the stream's checkpoint passes what was settled")
+				n, err := d.waiting(ctx, "st")
+				require.NoError(t, err)
+				require.Zero(t, n, "the refusal is cleared")
+				require.NoError(t, d.settle(ctx, "st", []settled{{stream: "s-e", at: e[0].at()}}))
+				left, err = d.streamRecords(ctx, "st", "s-e", position{}, 10)
+				require.NoError(t, err)
+				require.Equal(t, []string{"e3"}, keys(left), "a stream's checkpoint never moves back")
+			})
+
 			t.Run("a record that commits late is not skipped", func(t *testing.T) {
 				other, err := sqldb.Open(ctx, dsn) // a second process
 				require.NoError(t, err)
@@ -141,14 +181,21 @@ func TestDriverConformance(t *testing.T) {
 				require.NoError(t, d.write(ctx, late, "l-late", "l", "t", []byte("late"), 5))
 				if writersOverlap {
 					write(other, "m-early") // commits first, with a higher id
+					// and so does a later record of the late one's stream
+					require.NoError(t, d.write(ctx, other, "l-early", "l", "t", []byte("early"), 5))
 				}
 				// Read while the late transaction is open, then move the
-				// checkpoint past all that was read, as a relay would.
+				// checkpoints past all that was read, as a relay would.
 				seen := read("h", 100)
+				mine, err := d.streamRecords(ctx, "h", "l", position{}, 100)
+				require.NoError(t, err)
 				require.NoError(t, late.Commit())
 				for _, r := range seen {
 					require.NotEqual(t, "l-late", r.Key)
 					require.NoError(t, d.advance(ctx, "h", "", position{r.Tx, r.Position}))
+				}
+				for _, r := range mine {
+					require.NoError(t, d.advance(ctx, "h", r.Stream, r.at()))
 				}
 				if !writersOverlap {
 					write(other, "m-early")
@@ -157,6 +204,9 @@ func TestDriverConformance(t *testing.T) {
 				// the whole server, which other tests' may hold back.
 				require.Eventually(t, func() bool { return slices.Contains(keys(read("h", 100)), "l-late") }, 10*time.Second, 10*time.Millisecond,
 					"the record that committed late was skipped")
+				mine, err = d.streamRecords(ctx, "h", "l", position{}, 100)
+				require.NoError(t, err)
+				require.Contains(t, keys(mine), "l-late", "the record that committed late was skipped by its stream's read")
 			})
 		})
 	}

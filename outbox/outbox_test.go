@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -514,9 +515,390 @@ func TestARetryTakenAsTheRelayStopsIsNotOfferedAgain(t *testing.T) {
 			res, err := relay.Pass(context.Background())
 			require.NoError(t, err)
 			require.Zero(t, res.Delivered+res.Refused, "a1 not offered again")
-			b, err := relay.Backlog(context.Background())
+			waitFor(t, "every checkpoint written", func() bool { return pendingOf(t, relay) == 0 })
+		})
+	}
+}
+
+// running starts relay.Run and returns what stops it and waits for it
+// (the kill: ctx cancelled, Run returned).
+func running(t *testing.T, relay *outbox.Relay) (kill func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- relay.Run(ctx, func(err error) { t.Errorf("relay: %v", err) })
+	}()
+	stopped := false
+	kill = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, context.Canceled)
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run did not return after its context ended")
+		}
+	}
+	t.Cleanup(kill)
+	return kill
+}
+
+// waitFor waits until cond holds (it is checked whenever what the relay
+// does may have changed it, at the latest every millisecond), failing
+// after 30 s: on PostgreSQL a committed record is read only once every
+// transaction older than it, anywhere on the server, has ended.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30 s for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stallSink is a sink whose delivery of the keys in stall blocks until
+// the test releases it (or the relay's context ends), counting the
+// deliveries in flight.
+type stallSink struct {
+	receiver
+	stall    map[string]chan struct{} // closed to release the key
+	stalled  chan string              // told each key as it stalls
+	inFlight atomic.Int32
+	maxIn    atomic.Int32
+	// takeThenCut: a stalled delivery is taken by the receiver before it
+	// blocks, and cut short by the relay's context: the answer is lost.
+	takeThenCut bool
+}
+
+func newStallSink(keys ...string) *stallSink {
+	s := &stallSink{stall: map[string]chan struct{}{}, stalled: make(chan string, len(keys))}
+	for _, k := range keys {
+		s.stall[k] = make(chan struct{})
+	}
+	return s
+}
+
+func (s *stallSink) deliver(ctx context.Context, m outbox.Message) error {
+	n := s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	for old := s.maxIn.Load(); n > old && !s.maxIn.CompareAndSwap(old, n); old = s.maxIn.Load() {
+	}
+	release, stalls := s.stall[m.Key]
+	if !stalls {
+		return s.receiver.deliver(ctx, m)
+	}
+	if s.takeThenCut {
+		if err := s.receiver.deliver(ctx, m); err != nil {
+			return err
+		}
+	}
+	s.stalled <- m.Key
+	select {
+	case <-release:
+		if s.takeThenCut {
+			return nil
+		}
+		return s.receiver.deliver(ctx, m)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// next waits for the next request to stall and returns its key.
+func (s *stallSink) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case key := <-s.stalled:
+		return key
+	case <-time.After(30 * time.Second):
+		t.Fatalf("waited 30 s for a request to stall; the sink took %v", s.keys())
+		return ""
+	}
+}
+
+// hasAll reports whether the sink took every key given.
+func (r *receiver) hasAll(keys ...string) bool {
+	got := r.keys()
+	for _, k := range keys {
+		if !slices.Contains(got, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// A request that stalls holds its own stream only: while a2 is on the
+// wire, Run delivers the other streams' records committed before and
+// during the stall, each once and in order, with never more requests in
+// flight than WithParallel; once released, a continues in order.
+func TestAStalledRequestHoldsItsStreamOnly(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			db, o := open(t, b, clockwork.NewFakeClockAt(t0))
+			write(t, db, o, rec("a", "a1"), rec("b", "b1"), rec("c", "c1"), rec("a", "a2"), rec("b", "b2"), rec("a", "a3"), rec("c", "c2"))
+			s := newStallSink("a2")
+			const parallel = 2
+			relay, err := outbox.NewRelay(o, "hook", s.deliver, outbox.WithParallel(parallel), outbox.WithPoll(10*time.Millisecond),
+				outbox.WithPage(2)) // a's lane holds a2 and a3, a4 waits in the database
 			require.NoError(t, err)
-			require.Zero(t, b.Pending)
+			running(t, relay)
+			require.Equal(t, "a2", s.next(t))
+			waitFor(t, "b and c's records committed before the stall", func() bool { return s.hasAll("b1", "b2", "c1", "c2") })
+			// Committed during the stall, a new stream among them, and more
+			// of a than its lane holds (a page): a4 is read again after a3.
+			write(t, db, o, rec("b", "b3"), rec("a", "a4"), rec("d", "d1"), rec("c", "c3"))
+			write(t, db, o, rec("d", "d2"), rec("b", "b4"))
+			relay.Notify()
+			waitFor(t, "the records committed during the stall", func() bool { return s.hasAll("b3", "b4", "c3", "d1", "d2") })
+			require.Equal(t, []string{"a1"}, s.keysOf("a"), "a waits for a2")
+
+			close(s.stall["a2"])
+			waitFor(t, "a after the release", func() bool { return s.hasAll("a2", "a3", "a4") })
+			require.Equal(t, []string{"a1", "a2", "a3", "a4"}, s.keysOf("a"))
+			require.Equal(t, []string{"b1", "b2", "b3", "b4"}, s.keysOf("b"))
+			require.Equal(t, []string{"c1", "c2", "c3"}, s.keysOf("c"))
+			require.Equal(t, []string{"d1", "d2"}, s.keysOf("d"))
+			require.Len(t, s.keys(), 13, "each once")
+			require.LessOrEqual(t, s.maxIn.Load(), int32(parallel), "requests in flight")
+			waitFor(t, "every checkpoint written", func() bool { return pendingOf(t, relay) == 0 })
+		})
+	}
+}
+
+// A relay killed while a2 stalls, and a new one started: a's records
+// are delivered from a2 on, in order; nothing the first relay delivered
+// is delivered again but a2, the request in flight at the kill, which
+// the receiver took before its answer was lost (the contract: at least
+// once for the record of each stream in flight at a stop or a crash,
+// exactly once for every other).
+func TestARelayKilledMidStallResumesWithoutSkippingOrDoubling(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			db, o := open(t, b, clockwork.NewFakeClockAt(t0))
+			write(t, db, o, rec("a", "a1"), rec("b", "b1"), rec("a", "a2"), rec("b", "b2"), rec("a", "a3"))
+			s := newStallSink("a2")
+			s.takeThenCut = true
+			first, err := outbox.NewRelay(o, "hook", s.deliver, outbox.WithParallel(2), outbox.WithPoll(10*time.Millisecond))
+			require.NoError(t, err)
+			kill := running(t, first)
+			require.Equal(t, "a2", s.next(t))
+			write(t, db, o, rec("b", "b3"), rec("a", "a4"), rec("c", "c1"))
+			first.Notify()
+			waitFor(t, "b and c while a2 stalls", func() bool { return s.hasAll("b1", "b2", "b3", "c1") })
+			kill()
+			require.Equal(t, []string{"a1", "a2"}, s.keysOf("a"), "a2 taken, its answer lost")
+
+			write(t, db, o, rec("c", "c2"))
+			second, err := outbox.NewRelay(o, "hook", s.receiver.deliver, outbox.WithPoll(10*time.Millisecond))
+			require.NoError(t, err)
+			running(t, second)
+			waitFor(t, "a's records after the restart", func() bool { return s.hasAll("a3", "a4", "c2") })
+			require.Equal(t, []string{"a1", "a2", "a2", "a3", "a4"}, s.keysOf("a"), "a2, in flight at the kill, again; nothing skipped")
+			require.Equal(t, []string{"b1", "b2", "b3"}, s.keysOf("b"), "nothing else again")
+			require.Equal(t, []string{"c1", "c2"}, s.keysOf("c"))
+			waitFor(t, "every checkpoint written", func() bool { return pendingOf(t, second) == 0 })
+		})
+	}
+}
+
+// Run retries a refusal on the outbox's clock, without holding the
+// other streams or a request while it waits.
+func TestRunRetriesARefusalOnTheClockAlone(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			clock := clockwork.NewFakeClockAt(t0)
+			db, o := open(t, b, clock)
+			write(t, db, o, rec("a", "a1"), rec("b", "b1"), rec("a", "a2"), rec("b", "b2"))
+			var refusals atomic.Int32
+			r := &receiver{refuse: func(m outbox.Message) error {
+				if m.Key == "a1" && refusals.Add(1) == 1 {
+					return errors.New("503 Service Unavailable")
+				}
+				return nil
+			}}
+			relay, err := outbox.NewRelay(o, "hook", r.deliver, outbox.WithParallel(1), outbox.WithPoll(10*time.Millisecond),
+				outbox.WithBackoff(time.Second, time.Minute))
+			require.NoError(t, err)
+			running(t, relay)
+			waitFor(t, "b while a1 waits out its backoff", func() bool { return r.hasAll("b1", "b2") })
+			require.Empty(t, r.keysOf("a"))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			require.NoError(t, clock.BlockUntilContext(ctx, 1), "a1's retry waits on the clock")
+			clock.Advance(time.Second)
+			waitFor(t, "a after its retry", func() bool { return r.hasAll("a1", "a2") })
+			require.Equal(t, []string{"a1", "a2"}, r.keysOf("a"))
+			require.Equal(t, 2, r.got[slices.Index(r.keys(), "a1")].Attempt)
+			st := relay.Stats()
+			require.Equal(t, int64(4), st.Delivered)
+			require.Equal(t, int64(1), st.Refused)
+		})
+	}
+}
+
+// Writers committing and rolling back at random while relays with a
+// tiny page run, refuse at random and are killed and restarted: the sink
+// takes exactly what committed, each stream in commit order, each record
+// once (the sink answers every request, so no answer is lost at a kill).
+func TestRunDeliversEachCommittedRecordOnceThroughKillsAndRefusals(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db, o := open(t, b, clockwork.NewRealClock())
+			var rmu sync.Mutex
+			rng := rand.New(rand.NewPCG(7, 7))
+			r := &receiver{refuse: func(m outbox.Message) error {
+				rmu.Lock()
+				defer rmu.Unlock()
+				if rng.IntN(8) == 0 {
+					return errors.New("500")
+				}
+				return nil
+			}}
+			newRelay := func() *outbox.Relay {
+				relay, err := outbox.NewRelay(o, "hook", r.deliver, outbox.WithPage(3), outbox.WithParallel(3),
+					outbox.WithPoll(5*time.Millisecond), outbox.WithBackoff(time.Millisecond, 4*time.Millisecond))
+				require.NoError(t, err)
+				return relay
+			}
+			const writers, each = 6, 30
+			committed := make([][]string, writers)
+			var wg sync.WaitGroup
+			for w := range writers {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(w), 2))
+					stream := fmt.Sprint("stream-", w)
+					for i := range each {
+						key := fmt.Sprintf("%s/%d", stream, i)
+						tx, err := db.BeginTxx(ctx, nil)
+						if !assertNoError(t, err) {
+							return
+						}
+						if !assertNoError(t, o.WriteTx(ctx, tx, rec(stream, key))) {
+							_ = tx.Rollback()
+							return
+						}
+						if rng.IntN(4) == 0 {
+							_ = tx.Rollback()
+							continue
+						}
+						if !assertNoError(t, tx.Commit()) {
+							return
+						}
+						committed[w] = append(committed[w], key)
+					}
+				})
+			}
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			for kills := 0; ; kills++ {
+				kill := running(t, newRelay())
+				select {
+				case <-done:
+				case <-time.After(20 * time.Millisecond):
+				}
+				kill()
+				if isDone(done) && kills > 2 {
+					break
+				}
+			}
+			running(t, newRelay())
+			all := slices.Concat(committed...)
+			waitFor(t, "every committed record", func() bool { return r.hasAll(all...) })
+			for w := range writers {
+				stream := fmt.Sprint("stream-", w)
+				require.Equal(t, committed[w], r.keysOf(stream), stream)
+			}
+			require.Len(t, r.keys(), len(all), "nothing twice")
+		})
+	}
+}
+
+func isDone(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// pendingOf is what the relay's sink has yet to take, from the database
+// (the checkpoints are written after the sink took a record).
+func pendingOf(t *testing.T, relay *outbox.Relay) int {
+	t.Helper()
+	b, err := relay.Backlog(context.Background())
+	require.NoError(t, err)
+	return b.Pending
+}
+
+// Run keeps PostgreSQL's horizon rule: a record that commits after a
+// later-positioned one of its stream (and one of another stream) was
+// committed is waited for, not skipped, and comes first.
+func TestRunWaitsForARecordCommittedLate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := sqldbtest.Postgres(t)
+	o, err := outbox.Open(ctx, db.DB)
+	require.NoError(t, err)
+	slow, err := db.BeginTxx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = slow.Rollback() }()
+	require.NoError(t, o.WriteTx(ctx, slow, rec("s", "first-written"))) // takes the lower position
+	write(t, db, o, rec("s", "committed-first"), rec("t", "t1"))
+
+	r := &receiver{}
+	relay, err := outbox.NewRelay(o, "hook", r.deliver, outbox.WithPoll(5*time.Millisecond))
+	require.NoError(t, err)
+	running(t, relay)
+	waitFor(t, "two reads while the slow transaction is open", func() bool { return relay.Stats().Passes >= 3 })
+	require.NoError(t, slow.Commit())
+	waitFor(t, "every record", func() bool { return r.hasAll("first-written", "committed-first", "t1") })
+	require.Equal(t, []string{"first-written", "committed-first"}, r.keysOf("s"))
+	require.Len(t, r.keys(), 3)
+}
+
+// WithParallel bounds the requests in flight: with two allowed and three
+// streams' requests stalling, the third is offered only once one of the
+// first two is released.
+func TestRunKeepsAtMostWithParallelRequestsInFlight(t *testing.T) {
+	t.Parallel()
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			db, o := open(t, b, clockwork.NewFakeClockAt(t0))
+			write(t, db, o, rec("x", "x1"), rec("y", "y1"), rec("z", "z1"))
+			s := newStallSink("x1", "y1", "z1")
+			relay, err := outbox.NewRelay(o, "hook", s.deliver, outbox.WithParallel(2), outbox.WithPoll(time.Millisecond))
+			require.NoError(t, err)
+			running(t, relay)
+			first := []string{s.next(t), s.next(t)}
+			// The dispatcher has read everything a few times over since: a
+			// free request would have taken the third stream by now.
+			reads := relay.Stats().Passes
+			waitFor(t, "more reads", func() bool { return relay.Stats().Passes >= reads+3 })
+			require.Zero(t, len(s.stalled), "a third request in flight")
+			close(s.stall[first[0]])
+			third := s.next(t)
+			require.NotContains(t, first, third)
+			close(s.stall[first[1]])
+			close(s.stall[third])
+			waitFor(t, "every record", func() bool { return s.hasAll("x1", "y1", "z1") })
+			require.Equal(t, int32(2), s.maxIn.Load())
 		})
 	}
 }

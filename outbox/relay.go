@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -35,14 +36,15 @@ type Stats struct {
 	// Delivered counts deliveries the sink took, Refused those it did
 	// not (each retried or parked), Parked the records given up.
 	Delivered, Refused, Parked int64
-	// Passes counts passes over the outbox, Failed those that failed
-	// (the database, not a sink).
+	// Passes counts reads of the outbox (a Pass, or a page Run read),
+	// Failed the database operations that failed (not a sink's).
 	Passes, Failed int64
 }
 
 // Relay delivers one sink's records: see the package documentation. Run
-// delivers until its context ends; Pass delivers what is committed now,
-// once, for tests and run-once commands.
+// delivers until its context ends, each stream on its own; Pass delivers
+// one page of what is committed now and waits for it, for tests, drains
+// and run-once commands.
 type Relay struct {
 	outbox  *Outbox
 	sink    string
@@ -64,8 +66,11 @@ type Relay struct {
 // fail with [ErrInvalidOption].
 type RelayOption func(*Relay) error
 
-// WithParallel sets how many streams are delivered at once (default 16):
-// a slow request delays its own stream, not the others.
+// WithParallel sets how many records are offered to the sink at once,
+// each of a different stream (default 16): Run keeps up to n requests in
+// flight whatever any one of them waits for, so a slow or stalled request
+// delays its own stream only, until n of them are stalled; a pass
+// delivers n streams at a time.
 func WithParallel(n int) RelayOption {
 	return func(r *Relay) error {
 		if n < 1 {
@@ -76,7 +81,10 @@ func WithParallel(n int) RelayOption {
 	}
 }
 
-// WithPage sets how many records one read takes (default 1,000).
+// WithPage sets how many records one read takes (default 1,000). It also
+// bounds what Run holds in memory: up to a page of records waiting for a
+// free request, up to a page per stream being delivered, and the first
+// record of each stream waiting out a refusal's backoff.
 func WithPage(n int) RelayOption {
 	return func(r *Relay) error {
 		if n < 1 {
@@ -88,7 +96,9 @@ func WithPage(n int) RelayOption {
 }
 
 // WithPoll sets how long Run waits for new records when no Notify comes
-// (default one second).
+// (default one second), in real time: what it waits for happens in the
+// database (another process's commit, a record PostgreSQL's horizon held
+// back), not on the outbox's clock. Refusals' retries follow the clock.
 func WithPoll(d time.Duration) RelayOption {
 	return func(r *Relay) error {
 		if d <= 0 {
@@ -209,38 +219,6 @@ func (r *Relay) Notify() {
 	}
 }
 
-// Run delivers until ctx ends, passing whenever Notify is called, at
-// every poll, and at once again while passes find full pages. A pass
-// that fails (the database) is retried at the next poll; onError, if
-// not nil, is told. It returns ctx's error.
-func (r *Relay) Run(ctx context.Context, onError func(error)) error {
-	for {
-		res, err := r.Pass(ctx)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil && onError != nil {
-			onError(err)
-		}
-		if err == nil && res.More {
-			continue
-		}
-		wait := r.poll
-		if !res.NextRetry.IsZero() {
-			wait = min(wait, max(res.NextRetry.Sub(r.outbox.clock.Now()), 0))
-		}
-		timer := r.outbox.clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		case <-r.wake:
-			timer.Stop()
-		case <-timer.Chan():
-		}
-	}
-}
-
 // PassResult is what one pass did.
 type PassResult struct {
 	// Delivered, Refused and Parked count the pass's deliveries.
@@ -251,18 +229,52 @@ type PassResult struct {
 	NextRetry time.Time
 }
 
-// pending is a record read by a pass, with the sink's refusals so far.
+// pending is a record read for delivery, with the sink's refusals of it
+// so far.
 type pending struct {
 	recordRow
 	attempts int
-	nextAt   time.Time
+	nextAt   time.Time // when it may be offered again; zero: at once
+	// final is what the sink's answer came to (taken or parked) once it
+	// came; until its stream's checkpoint has moved past the record, only
+	// that move is retried, the record is not offered again.
+	final outcome
 }
 
-// Pass delivers the records committed after the sink's checkpoint, a page
-// at a time until a page is not full: each stream's in order, streams in
-// parallel, a stream stopping at a refusal (retried once its backoff
-// ends, by a later pass). It then moves the checkpoints past what was
-// delivered or parked.
+func pendingOf(row recordRow) pending {
+	p := pending{recordRow: row, attempts: row.RetryAttempts}
+	if row.RetryNextAt != 0 {
+		p.nextAt = sqldb.DecodeTime(row.RetryNextAt)
+	}
+	return p
+}
+
+// outcome is what offering a record to the sink came to.
+type outcome int
+
+const (
+	_ outcome = iota
+	// stopped: the relay stopped before the sink answered; nothing is
+	// recorded and the record is offered again by the next relay.
+	stopped
+	// refused: the refusal is stored; the record is offered again at its
+	// nextAt.
+	refused
+	// taken: the sink took it; its stream's checkpoint is to pass it.
+	taken
+	// parked: refused for the last time and stored as parked (it stays
+	// listed); its stream's checkpoint is to pass it.
+	parked
+)
+
+// Pass delivers the records committed after the sink's checkpoint, one
+// page, and returns once every delivery it started has ended: each
+// stream's in order, streams in parallel (WithParallel at a time), a
+// stream stopping at a refusal (retried once its backoff ends, by a later
+// pass). It then moves the sink's checkpoint up to the first record left
+// behind. Since it waits for its slowest delivery, a loop of passes holds
+// every stream back behind a stalled one: for tests, run-once commands
+// and drains; Run delivers without that barrier.
 func (r *Relay) Pass(ctx context.Context) (PassResult, error) {
 	r.stats.passes.Add(1)
 	res, err := r.pass(ctx)
@@ -280,26 +292,21 @@ func (r *Relay) pass(ctx context.Context) (PassResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("read the checkpoint: %w", err)
 	}
-	retries, err := r.retries(ctx)
-	if err != nil {
-		return res, err
-	}
 	rows, err := o.d.records(ctx, r.sink, from, r.page)
 	if err != nil {
 		return res, fmt.Errorf("read the records after (%d, %d): %w", from.Tx, from.ID, err)
+	}
+	if len(rows) == 0 {
+		return res, nil
 	}
 	res.More = len(rows) == r.page
 	now := o.clock.Now()
 	streams, order := map[string][]pending{}, []string(nil)
 	for _, row := range rows {
-		p := pending{recordRow: row}
-		if a, ok := retries[row.Position]; ok {
-			p.attempts, p.nextAt = a.Attempts, sqldb.DecodeTime(a.NextAt)
-		}
 		if _, seen := streams[row.Stream]; !seen {
 			order = append(order, row.Stream)
 		}
-		streams[row.Stream] = append(streams[row.Stream], p)
+		streams[row.Stream] = append(streams[row.Stream], pendingOf(row))
 	}
 	// Each stream reports the first of its records it left undelivered.
 	stuck := make(map[string]*pending, len(order))
@@ -337,109 +344,214 @@ func (r *Relay) pass(ctx context.Context) (PassResult, error) {
 	// The sink's checkpoint moves up to the first record left behind:
 	// everything before it in the page is delivered or parked, and what
 	// the page did not show was passed by its stream's checkpoint.
-	if len(rows) == 0 {
-		return res, nil
-	}
-	to := rows[len(rows)-1]
-	toTx, toID := to.Tx, to.Position
+	to := rows[len(rows)-1].at()
 	for _, row := range rows {
 		if p := stuck[row.Stream]; p != nil && p.Position == row.Position {
-			toTx, toID = row.Tx, row.Position-1
+			to = row.at().justBefore()
 			res.More = false // the rest waits for that record
 			break
 		}
 	}
-	if err := o.d.advance(ctx, r.sink, "", position{toTx, toID}); err != nil {
-		return res, fmt.Errorf("move the checkpoint to (%d, %d): %w", toTx, toID, err)
+	if err := o.d.advance(ctx, r.sink, "", to); err != nil {
+		return res, fmt.Errorf("move the checkpoint to (%d, %d): %w", to.Tx, to.ID, err)
 	}
 	return res, nil
 }
 
-// retries reads the sink's refusals of records still in delivery.
-func (r *Relay) retries(ctx context.Context) (map[int64]retryRow, error) {
-	rows, err := r.outbox.d.retries(ctx, r.sink)
-	if err != nil {
-		return nil, fmt.Errorf("read the refusals: %w", err)
-	}
-	out := make(map[int64]retryRow, len(rows))
-	for _, a := range rows {
-		out[a.Position] = a
-	}
-	return out, nil
-}
-
-// deliverStream delivers one stream's records in order and moves its
-// checkpoint past what it delivered or parked. It returns the record it
-// stopped at (refused now, or still waiting out a backoff), or nil.
+// deliverStream delivers one stream's records in order, then moves the
+// stream's checkpoint past what was taken or parked, once (even when the
+// relay is stopping: what the sink took is not offered again). It
+// returns the record it stopped at (refused now, or still waiting out a
+// backoff), or nil.
 func (r *Relay) deliverStream(ctx context.Context, records []pending, now time.Time) (*pending, PassResult, error) {
 	var out PassResult
-	var last *pending // the last record delivered or parked
 	var left *pending
-	var cleared []int64 // delivered after refusals: their refusals go
+	var err error
+	var done []settled // what to record: the refusals to clear, the last record settled
 	for i := range records {
 		p := &records[i]
 		if p.nextAt.After(now) {
 			left = p
 			break
 		}
-		m := p.message(p.attempts + 1)
-		err := safely(func() error { return r.deliver(ctx, m) })
-		if err != nil && ctx.Err() != nil {
-			left = p // stopping: not a refusal, and what came before is kept
-			break
-		}
-		if err == nil {
+		var o outcome
+		o, err = r.offer(ctx, p)
+		switch o {
+		case taken:
 			out.Delivered++
-			r.stats.delivered.Add(1)
-			if p.attempts > 0 {
-				cleared = append(cleared, p.Position)
-			}
-			if f := r.observer.Delivered; f != nil {
-				f(m, r.outbox.clock.Now().Sub(m.RecordedAt))
-			}
-			last = p
-			continue
+		case parked:
+			out.Refused++
+			out.Parked++
+		case refused:
+			out.Refused++
 		}
-		out.Refused++
-		r.stats.refused.Add(1)
-		p.attempts++
-		parked := p.attempts >= r.maxAttempts
-		p.nextAt = r.outbox.clock.Now().Add(r.backoff(p.attempts))
-		if werr := r.outbox.d.refused(ctx, r.sink, p.Position, p.attempts, sqldb.EncodeTime(p.nextAt), err.Error(), parked); werr != nil {
-			return p, out, fmt.Errorf("record the refusal of %q: %w", p.Key, werr)
-		}
-		if !parked {
-			if f := r.observer.Refused; f != nil {
-				f(m, err, p.nextAt)
-			}
+		if err != nil || o == refused || o == stopped {
 			left = p
 			break
 		}
-		out.Parked++
-		r.stats.parked.Add(1)
-		if f := r.observer.Parked; f != nil {
-			f(m, err)
-		}
-		last = p // its stream goes on without it
+		done = append(done, p.settlement())
 	}
-	if last != nil {
-		// Even when the relay is stopping: what the sink took is not
-		// offered again.
+	if len(done) > 0 {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
 		defer cancel()
-		for _, position := range cleared {
-			if err := r.outbox.d.delivered(ctx, r.sink, position); err != nil {
-				return left, out, fmt.Errorf("clear the refusals of record %d: %w", position, err)
-			}
-		}
-		if err := r.outbox.d.advance(ctx, r.sink, last.Stream, position{last.Tx, last.Position}); err != nil {
-			return left, out, fmt.Errorf("move the checkpoint of stream %q: %w", last.Stream, err)
+		if serr := r.outbox.d.settle(ctx, r.sink, done); serr != nil {
+			err = errors.Join(err, fmt.Errorf("move the checkpoint of stream %q: %w", done[0].stream, serr))
 		}
 	}
-	return left, out, nil
+	return left, out, err
 }
 
-// checkpointTimeout bounds the write of a stream's checkpoint after the
+// offer offers p, the first record of its stream not settled, to the
+// sink and stores a refusal (with its next attempt, or the record
+// parked). What the sink answered is kept in p.final (taken or parked):
+// a record whose checkpoint could not be moved is not offered again.
+func (r *Relay) offer(ctx context.Context, p *pending) (outcome, error) {
+	if p.final != 0 {
+		return p.final, nil
+	}
+	m := p.message(p.attempts + 1)
+	err := safely(func() error { return r.deliver(ctx, m) })
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return stopped, nil // not a refusal, and what came before is kept
+	case err == nil:
+		p.final = taken
+		r.stats.delivered.Add(1)
+		if f := r.observer.Delivered; f != nil {
+			f(m, r.outbox.clock.Now().Sub(m.RecordedAt))
+		}
+		return taken, nil
+	}
+	r.stats.refused.Add(1)
+	p.attempts++
+	last := p.attempts >= r.maxAttempts
+	p.nextAt = r.outbox.clock.Now().Add(r.backoff(p.attempts))
+	if werr := r.outbox.d.refused(ctx, r.sink, p.Position, p.attempts, sqldb.EncodeTime(p.nextAt), err.Error(), last); werr != nil {
+		// Not parked unless stored as parked: offered again.
+		return refused, fmt.Errorf("record the refusal of %q: %w", p.Key, werr)
+	}
+	if !last {
+		if f := r.observer.Refused; f != nil {
+			f(m, err, p.nextAt)
+		}
+		return refused, nil
+	}
+	p.final = parked
+	r.stats.parked.Add(1)
+	if f := r.observer.Parked; f != nil {
+		f(m, err)
+	}
+	return parked, nil
+}
+
+// settlement is what records that the sink is done with p.
+func (p *pending) settlement() settled {
+	return settled{stream: p.Stream, at: p.at(), cleared: p.final == taken && p.attempts > 0}
+}
+
+// committer moves Run's stream checkpoints in groups: every record
+// settled while the statements under way commit joins the next one, so
+// N streams settling at once cost a few commits, not N (group commit). A lane waits
+// for its record's commit before its stream's next record is offered, so
+// the sink took at most one record of a stream that its checkpoint does
+// not pass yet: the one a crash may have it take again.
+type committer struct {
+	d    driver
+	sink string
+	ctx  context.Context // the relay's, without its cancellation
+	in   chan settleRequest
+	quit chan struct{}
+	done chan struct{}
+}
+
+type settleRequest struct {
+	s     settled
+	reply chan error
+}
+
+// maxGroup bounds the records one checkpoint statement settles, and
+// maxCommits the statements under way at once: a database that groups
+// concurrent commits itself (PostgreSQL's WAL flush) gets a few, and
+// each carries what arrived while the others committed.
+const maxGroup, maxCommits = 256, 4
+
+// newCommitter starts a committer for sink; stop it once nothing settles
+// any more.
+func (r *Relay) newCommitter(ctx context.Context) *committer {
+	c := &committer{
+		d: r.outbox.d, sink: r.sink, ctx: context.WithoutCancel(ctx),
+		in: make(chan settleRequest), quit: make(chan struct{}), done: make(chan struct{}),
+	}
+	go c.loop()
+	return c
+}
+
+// settle records s in the next group and returns once it committed.
+func (c *committer) settle(s settled, reply chan error) error {
+	c.in <- settleRequest{s, reply}
+	return <-reply
+}
+
+// stop ends the committer; no settle may be under way or follow.
+func (c *committer) stop() {
+	close(c.quit)
+	<-c.done
+}
+
+func (c *committer) loop() {
+	defer close(c.done)
+	var running sync.WaitGroup
+	defer running.Wait()
+	slots := make(chan struct{}, maxCommits)
+	for {
+		var group []settleRequest
+		select {
+		case q := <-c.in:
+			group = []settleRequest{q} // most groups are small
+		case <-c.quit:
+			return
+		}
+		// While every slot commits, what arrives joins this group.
+		for free := false; !free; {
+			in := c.in
+			if len(group) == maxGroup {
+				in = nil
+			}
+			select {
+			case slots <- struct{}{}:
+				free = true
+			case q := <-in:
+				group = append(group, q)
+			}
+		}
+	gather:
+		for len(group) < maxGroup {
+			select {
+			case q := <-c.in:
+				group = append(group, q)
+			default:
+				break gather
+			}
+		}
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			defer func() { <-slots }()
+			done := make([]settled, len(group))
+			for i, q := range group {
+				done[i] = q.s
+			}
+			ctx, cancel := context.WithTimeout(c.ctx, checkpointTimeout)
+			err := c.d.settle(ctx, c.sink, done)
+			cancel()
+			for _, q := range group {
+				q.reply <- err
+			}
+		}()
+	}
+}
+
+// checkpointTimeout bounds a checkpoint's write, which goes on after the
 // relay's context ended.
 const checkpointTimeout = 5 * time.Second
 
