@@ -57,6 +57,9 @@ type Dashboard struct {
 	bodyTimeout  time.Duration
 	// requestTimeout bounds a request's database work (WithRequestTimeout).
 	requestTimeout time.Duration
+	// horizonGrace is how long a transaction may hold PostgreSQL's
+	// horizon before the summary names it (WithHorizonGrace).
+	horizonGrace time.Duration
 
 	summary summaryCache
 
@@ -215,6 +218,21 @@ func WithRequestTimeout(timeout time.Duration) Option {
 	}
 }
 
+// WithHorizonGrace sets how long a PostgreSQL transaction may hold the
+// outbox relays' horizon — and with it every delivery — before the
+// summary names its session (default 1 min; red after 5 min, when
+// /healthz answers 503 for delivery behind). On SQLite there is no such
+// horizon.
+func WithHorizonGrace(grace time.Duration) Option {
+	return func(d *Dashboard) error {
+		if grace <= 0 {
+			return fmt.Errorf("%w: horizon grace %s: want a positive duration", ErrInvalidOption, grace)
+		}
+		d.horizonGrace = grace
+		return nil
+	}
+}
+
 // WithLagSampling sets how often [Dashboard.Start] samples the lag for
 // the lag chart (default 30s) and how many samples it keeps in memory
 // (default 240: two hours). The history is the running process's own: it
@@ -238,7 +256,7 @@ func New(db *sqlx.DB, opts ...Option) (*Dashboard, error) {
 	}
 	d := &Dashboard{db: db, clock: clockwork.NewRealClock(), loc: time.UTC, logger: slog.Default(),
 		refresh: 10 * time.Second, every: 30 * time.Second, lag: newLagHistory(240), sessionTTL: 12 * time.Hour,
-		bodyTimeout: defaultBodyTimeout, requestTimeout: defaultRequestTimeout}
+		bodyTimeout: defaultBodyTimeout, requestTimeout: defaultRequestTimeout, horizonGrace: horizonGrace}
 	for _, opt := range opts {
 		if opt == nil {
 			continue

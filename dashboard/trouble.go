@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/orchestration"
 	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/todolist"
@@ -33,7 +34,14 @@ import (
 //   - items failing: attempts above zero, not parked: amber.
 //   - workflows stuck: red; workflows failed: amber (a failure the
 //     workflow returned; it stays counted until its history is removed).
+//   - horizon held (PostgreSQL): a transaction with an xid open for more
+//     than horizonGrace (1 min, WithHorizonGrace) holds every outbox
+//     relay, so every delivery, back: amber, naming the oldest session
+//     (pid, application, state, how long); red beyond horizonRed
+//     (5 min, when /healthz says delivery is behind).
 const (
+	horizonGrace  = time.Minute
+	horizonRed    = 5 * time.Minute
 	tickerGrace   = time.Minute
 	tickerRed     = 10 * time.Minute
 	leaseGrace    = time.Minute
@@ -216,6 +224,17 @@ func (d *Dashboard) readSummary(ctx context.Context, now time.Time, st *Status) 
 	errs = append(errs, err)
 	add("workflows-stuck", counts[orchestration.Stuck], plural(counts[orchestration.Stuck], "workflow stuck", "workflows stuck"), red, "/workflows?state=stuck")
 	add("workflows-failed", counts[orchestration.Failed], plural(counts[orchestration.Failed], "workflow failed", "workflows failed"), amber, "/workflows?state=failed")
+	holders, err := sqldb.HorizonHolders(ctx, d.db, d.horizonGrace, 10)
+	errs = append(errs, err)
+	if len(holders) > 0 {
+		oldest := holders[0]
+		level := amber
+		if oldest.Open > max(horizonRed, d.horizonGrace) {
+			level = red
+		}
+		add("horizon-held", len(holders), plural(len(holders), "transaction holds", "transactions hold")+
+			" every delivery back on PostgreSQL, the oldest "+oldest.String(), level, "/")
+	}
 	if err := errors.Join(errs...); err != nil {
 		out.Error = d.hidden(ctx, "summary", err)
 	}
