@@ -157,30 +157,14 @@ func (f *firing) Publish(ctx context.Context, events ...any) error {
 // and wakes the relays for what committed.
 func (f *firing) process(ctx context.Context, boundary time.Time) error {
 	defer f.out.notify()
-	// A schedule behind with catch-up all fires its oldest missed slot
-	// and moves its item to the next one, already due; a processor's pass
-	// does not claim an item again once a batch came back short, so one
-	// pass fired one missed slot a schedule, and an every-minute schedule
-	// five slots behind stayed five behind for good (the soak's finding).
-	// Passes go on while one claims anything: items due later, in a
-	// backoff or just conflicted are not claimed again at this boundary,
-	// so the rounds end when every schedule is on time.
-	for range maxFiringRounds {
-		res, err := f.proc.Process(ctx, boundary)
-		if err != nil {
-			return fmt.Errorf("fire the schedules due at %s: %w", timefmt.Format(boundary), err)
-		}
-		if res.Claimed == 0 {
-			return nil
-		}
+	// One call: a schedule behind catches up inside it (the scheduler's
+	// processor takes an item again while it is due; schedule's
+	// Processor). What its time budget leaves is due at the next boundary.
+	if _, err := f.proc.Process(ctx, boundary); err != nil {
+		return fmt.Errorf("fire the schedules due at %s: %w", timefmt.Format(boundary), err)
 	}
-	return nil // the rest at the next boundary
+	return nil
 }
-
-// maxFiringRounds bounds the passes one boundary makes over the
-// schedules: a schedule more missed slots behind than this catches up over
-// several boundaries.
-const maxFiringRounds = 100
 
 // countSchedules counts the stored schedules without creating anything: a
 // database without the schedule tables holds none.
