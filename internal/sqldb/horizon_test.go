@@ -2,9 +2,6 @@ package sqldb_test
 
 import (
 	"context"
-	"fmt"
-	"net/url"
-	"os"
 	"testing"
 	"time"
 
@@ -27,29 +24,8 @@ func TestHorizonHoldersNameASessionIdleInATransaction(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, none)
 
-	base := os.Getenv(sqldbtest.PostgresEnv)
-	if base == "" {
-		t.Skip(sqldbtest.PostgresEnv + " is not set")
-	}
-	app := fmt.Sprintf("passage_horizon_test_%d", os.Getpid())
-	u, err := url.Parse(base)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("application_name", app)
-	u.RawQuery = q.Encode()
-	holder, err := sqldb.Open(ctx, u.String())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = holder.Close() })
-	asker, err := sqldb.Open(ctx, base)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = asker.Close() })
-
-	tx, err := holder.BeginTxx(ctx, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = tx.Rollback() })
-	var pid int
-	var xid string
-	require.NoError(t, tx.QueryRowContext(ctx, `SELECT pg_backend_pid(), pg_current_xact_id()::text`).Scan(&pid, &xid)) // an xid, then idle
+	held := sqldbtest.HoldHorizon(t)
+	asker, _ := sqldbtest.Postgres(t)
 	reader, err := asker.BeginTxx(ctx, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = reader.Rollback() })
@@ -63,7 +39,7 @@ func TestHorizonHoldersNameASessionIdleInATransaction(t *testing.T) {
 		for _, h := range holders {
 			require.GreaterOrEqual(t, h.Open, olderThan, "only sessions open for longer than asked: %s", h)
 			require.NotEqual(t, readerPID, h.PID, "a transaction that only read holds nothing back")
-			if h.PID == pid {
+			if h.PID == held.PID {
 				return h, true
 			}
 		}
@@ -72,10 +48,10 @@ func TestHorizonHoldersNameASessionIdleInATransaction(t *testing.T) {
 	// Waits for the server to say it: the transaction's age, by its clock.
 	var h sqldb.HorizonHolder
 	require.Eventually(t, func() bool { var ok bool; h, ok = named(); return ok }, 10*time.Second, 20*time.Millisecond)
-	require.Equal(t, app, h.Application)
+	require.Equal(t, held.Application, h.Application)
 	require.Equal(t, "idle in transaction", h.State)
-	require.Contains(t, h.String(), fmt.Sprintf("pid %d (%s, idle in transaction", pid, app))
+	require.Contains(t, h.String(), held.Named())
 
-	require.NoError(t, tx.Rollback())
+	require.NoError(t, held.End())
 	require.Eventually(t, func() bool { _, ok := named(); return !ok }, 10*time.Second, 20*time.Millisecond, "no longer named once it ended")
 }
