@@ -37,10 +37,8 @@
 //
 // Each database is a driver: the logic calls an unexported interface
 // (driver.go) and each database's statements live in its own file
-// (driver_sqlite.go, driver_postgres.go), picked once when the store opens.
-// Unlike River's public driver packages, nothing of this shows in the API
-// and no package gains an import: drivers are not a user's extension point
-// (yet), and a third database is a new pair of files and a line in newDriver.
+// (driver_sqlite.go, driver_postgres.go), picked once when the store opens;
+// why this shape, docs/design.md.
 //
 // [Update] is the aggregate workflow: load the stream, fold it into a state,
 // let a decision return new events (or none), append them expecting the

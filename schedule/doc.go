@@ -77,10 +77,7 @@
 // interface (driver.go) and holds no SQL; SQLite's statements are in
 // driver_sqlite.go, PostgreSQL's (unnest joins, arrays, row locks, chunk
 // sizes) in driver_postgres.go, and one conformance test runs the same
-// contract against both. It is an unexported interface in this package,
-// not River's separate public driver packages: no public surface grows,
-// no package gains an import, and drivers are not a user extension point
-// yet. A third database is a new file pair plus one line in driverFor.
+// contract against both; why this shape, docs/design.md.
 //
 // A schedule this process declared fires by its Spec; one declared
 // elsewhere fires by its stored text, which Parse must read back

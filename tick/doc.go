@@ -65,10 +65,8 @@
 // [SQLStore] keeps the cursors and the lease through a driver per
 // database: it calls an unexported interface (driver.go), and each
 // database's statements live in its own file (driver_sqlite.go,
-// driver_postgres.go), picked once when the store opens. Unlike River's
-// public driver packages, nothing of this shows in the API and no package
-// gains an import: drivers are not a user's extension point (yet), and a
-// third database is a new pair of files and a line in newDriver.
+// driver_postgres.go), picked once when the store opens; why this shape,
+// docs/design.md.
 //
 // # Metrics and traces
 //

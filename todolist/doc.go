@@ -247,9 +247,6 @@
 // database it runs on; each database's statements and tuning (SQLite's
 // claims on the rows, PostgreSQL's claim rows, raw pgx scans and ctid
 // settles) live in that database's driver, picked once when the list is
-// opened, and one conformance suite runs every driver. The interface is
-// per package and unexported, not River's public driver packages: no
-// public surface grows, no package gains an import, and drivers are not a
-// user extension point yet. A third database is a new pair of files and
-// one line in the pick.
+// opened, and one conformance suite runs every driver; why this shape,
+// docs/design.md.
 package todolist
