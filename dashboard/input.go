@@ -80,8 +80,8 @@ var (
 		rule: "a schedule's name: UTF-8 without NUL"}
 	instanceID = input{what: "the workflow instance id in the path", max: maxInstanceID, controls: true,
 		rule: "a workflow instance id: UTF-8 without NUL"}
-	itemID = input{max: todolist.MaxIDLength, controls: true, rule: "an item's id: UTF-8 without NUL"}
-	cursor = input{max: maxCursor, rule: "the next page's cursor, as the previous page gave it", check: checkCursor}
+	itemID     = input{max: todolist.MaxIDLength, controls: true, rule: "an item's id: UTF-8 without NUL"}
+	listCursor = input{max: maxCursor, rule: "the next page's cursor, as the previous page gave it", check: checkCursor}
 )
 
 // param is in with what set to the query parameter key.
@@ -114,15 +114,15 @@ var (
 	// pageQuery is what /lists and /schedules read.
 	pageQuery = map[string]input{"q": param("q", filterInput), "only": param("only", wordInput),
 		"sort": param("sort", wordInput), "page": param("page", numberInput)}
-	itemsQuery = map[string]input{"after": param("after", cursor), "parked": param("parked", wordInput),
+	itemsQuery = map[string]input{"after": param("after", listCursor), "parked": param("parked", wordInput),
 		"limit": param("limit", numberInput)}
 	workflowsQuery = map[string]input{"q": param("q", filterInput), "state": param("state", wordInput),
 		"sort": param("sort", wordInput), "page": param("page", numberInput), "after": param("after", instanceID)}
-	back   = map[string]input{"back": field("back", input{max: maxBack, controls: true, rule: "a path of this dashboard"})}
-	onList = map[string]input{"name": listName}
-	onOne  = map[string]input{"name": scheduleName}
-	onID   = map[string]input{"id": instanceID}
-	verb   = input{what: "the action in the path", max: maxWord, rule: "an action"}
+	backForm = map[string]input{"back": field("back", input{max: maxBack, controls: true, rule: "a path of this dashboard"})}
+	onList   = map[string]input{"name": listName}
+	onOne    = map[string]input{"name": scheduleName}
+	onID     = map[string]input{"id": instanceID}
+	verb     = input{what: "the action in the path", max: maxWord, rule: "an action"}
 )
 
 // routeInputs declares, for every route, the inputs it reads; routes
@@ -146,9 +146,9 @@ var routeInputs = map[string]inputs{
 	"GET /api/schedules/{name}/runs": {path: onOne, query: map[string]input{"limit": param("limit", numberInput)}},
 	"GET /api/workflows":             {query: workflowsQuery},
 	"GET /api/workflows/{id}":        {path: onID},
-	"POST /login": {form: map[string]input{"back": back["back"],
+	"POST /login": {form: map[string]input{"back": backForm["back"],
 		"token": field("token", input{max: maxToken, bytes: true, rule: "the admin token"})}},
-	"POST /logout":                  {form: back},
+	"POST /logout":                  {form: backForm},
 	"POST /lists/{name}/reactivate": {path: onList, form: map[string]input{"id": field("id", itemID)}},
 	"POST /schedules/{name}/{verb}": {path: map[string]input{"name": scheduleName, "verb": verb}},
 	"POST /workflows/{id}/{verb}": {path: map[string]input{"id": instanceID, "verb": verb},

@@ -18,8 +18,9 @@ import (
 // of those two names go through it (itemPath).
 
 // twins are the path prefixes whose wildcard has a twin route: the
-// singular prefix and the query parameter that carries the name there.
-var twins = []struct{ plural, key, singular string }{
+// prefix with the name in the path, the query parameter that carries the
+// name in its twin, and the twin's prefix.
+var twins = []struct{ inPath, key, inQuery string }{
 	{"/lists/{name}", "name", "/list"},
 	{"/schedules/{name}", "name", "/schedule"},
 	{"/workflows/{id}", "id", "/workflow"},
@@ -31,8 +32,8 @@ func twinOf(pattern string) (string, string) {
 	method, path, _ := strings.Cut(pattern, " ")
 	for _, tw := range twins {
 		for _, prefix := range []string{"", "/api"} {
-			if rest, ok := strings.CutPrefix(path, prefix+tw.plural); ok {
-				return method + " " + prefix + tw.singular + rest, tw.key
+			if rest, ok := strings.CutPrefix(path, prefix+tw.inPath); ok {
+				return method + " " + prefix + tw.inQuery + rest, tw.key
 			}
 		}
 	}
@@ -63,8 +64,8 @@ func itemPath(kind, name, suffix string, kv ...string) string {
 	p := "/" + kind + "/" + url.PathEscape(name) + suffix
 	if rewritten(name) {
 		for _, tw := range twins {
-			if strings.HasPrefix(tw.plural, "/"+kind+"/") {
-				p = tw.singular + suffix
+			if strings.HasPrefix(tw.inPath, "/"+kind+"/") {
+				p = tw.inQuery + suffix
 				q.Set(tw.key, name)
 			}
 		}

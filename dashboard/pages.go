@@ -564,7 +564,7 @@ func (d *Dashboard) readWorkflow(r *http.Request) (workflowView, int, error) {
 	}
 	v := workflowView{Instance: d.instance(orchestration.StatusOf(id, history))}
 	for _, h := range history {
-		v.History = append(v.History, eventView{Version: h.Version, Type: h.Type, RecordedAt: Time{Time: h.RecordedAt.In(d.loc)}, Summary: summarize(h, d.loc), Data: h.Data})
+		v.History = append(v.History, eventView{Version: h.Version, Type: h.Type, RecordedAt: Time{Time: h.RecordedAt.In(d.loc)}, Summary: eventLine(h, d.loc), Data: h.Data})
 	}
 	return v, 0, nil
 }
@@ -589,10 +589,10 @@ func (d *Dashboard) workflowPage(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, "workflow", v.Instance.ID, workflowData{workflowView: v})
 }
 
-// summarize is the timeline's line for a history event: what
+// eventLine is the timeline's line for a history event: what
 // `ticker workflow show` prints, cut short so that a large payload does
 // not swamp the page (the event's JSON is shown beside it).
-func summarize(h orchestration.HistoryEvent, loc *time.Location) string {
+func eventLine(h orchestration.HistoryEvent, loc *time.Location) string {
 	const limit = 200
 	line := h.Describe(loc)
 	if len(line) > limit {
