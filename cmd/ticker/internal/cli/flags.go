@@ -18,11 +18,14 @@ import (
 // into its config struct before it opens anything.
 
 // tzFlag is a --tz: the name of an IANA time zone, read by location.
-type tzFlag struct{ name string }
+type tzFlag struct {
+	name string
+	c    *cobra.Command // whose flags tell whether --tz was given
+}
 
 // addTZ declares --tz, UTC by default; usage says what the zone is for.
 func addTZ(c *cobra.Command, usage string) *tzFlag {
-	tz := &tzFlag{}
+	tz := &tzFlag{c: c}
 	c.Flags().StringVar(&tz.name, "tz", "UTC", usage)
 	return tz
 }
@@ -191,6 +194,17 @@ func gnuStyle(c *cobra.Command, args []string) []string {
 
 // location is the zone --tz names.
 func (tz *tzFlag) location() (*time.Location, error) { return loadLocation(tz.name) }
+
+// specZone is the zone a spec is read in: the one --tz names when it is
+// given, else nil — UTC for a spec without a zone of its own, while one
+// that names its zone (CRON_TZ=…, as "schedule list" prints it) keeps it
+// instead of being refused for naming another zone than the default.
+func (tz *tzFlag) specZone() (*time.Location, error) {
+	if !tz.c.Flags().Changed("tz") {
+		return nil, nil
+	}
+	return tz.location()
+}
 
 // printJSON prints v as indented JSON, what every --json prints.
 func printJSON(env Env, v any) error {

@@ -82,7 +82,11 @@ func (f *addFlags) config(now time.Time) (addConfig, error) {
 		return cfg, err
 	}
 	d := schedule.Definition{Name: f.name, Command: f.command, MaxRuns: f.maxRuns}
-	if d.Spec, err = f.spec.parse(cfg.loc); err != nil {
+	zone, err := f.tz.specZone()
+	if err != nil {
+		return cfg, err
+	}
+	if d.Spec, err = f.spec.parse(zone); err != nil {
 		return cfg, err
 	}
 	// "ticker run" fires a schedule from its stored text, read back with

@@ -37,7 +37,11 @@ func schedulePreviewCommand(env Env) *cobra.Command {
 			return err
 		}
 		cfg := specPreview{n: *n, from: env.clock().Now().In(loc)}
-		if cfg.spec, err = spec.parse(loc); err != nil {
+		zone, err := tz.specZone()
+		if err != nil {
+			return err
+		}
+		if cfg.spec, err = spec.parse(zone); err != nil {
 			return err
 		}
 		if *from != "" {
