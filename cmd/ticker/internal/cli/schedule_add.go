@@ -95,6 +95,9 @@ func (f *addFlags) config(now time.Time) (addConfig, error) {
 	if back, err := schedule.Parse(d.Spec.String(), nil); err != nil || back.String() != d.Spec.String() {
 		return cfg, usagef("--spec: it is stored as %q, which \"ticker run\" cannot read back to fire it (%v)", d.Spec.String(), err)
 	}
+	if err := fitsTheMinute(d.Spec, now); err != nil {
+		return cfg, err
+	}
 	if f.payload != "" {
 		var v any
 		if err := json.Unmarshal([]byte(f.payload), &v); err != nil {
@@ -269,4 +272,29 @@ func nextSlot(st schedule.Stored, loc *time.Location) string {
 		return "ended, no next slot"
 	}
 	return "next slot " + timefmt.Format(st.Next.In(loc))
+}
+
+// spacingSample is how many of a spec's next slots fitsTheMinute reads.
+const spacingSample = 1000
+
+// fitsTheMinute refuses a spec with two slots less than a minute apart
+// among its next spacingSample: "ticker run" fires schedules when a
+// minute passes, so of an "@every 30s" or a six-field cron with seconds
+// ("*/10 * * * * *") every slot but the last of each minute would be
+// reported skipped. A slot within the minute (a cron's "30 0 * * * *")
+// fires at the minute's end, its lateness measured from the slot.
+func fitsTheMinute(spec schedule.Spec, now time.Time) error {
+	prev := spec.Next(now)
+	for range spacingSample {
+		if prev.IsZero() {
+			return nil
+		}
+		next := spec.Next(prev)
+		if !next.IsZero() && next.Sub(prev) < time.Minute {
+			return usagef("--spec %s: slots %s apart (%s and %s), and \"ticker run\" fires schedules when a minute passes, so all but one slot a minute would be skipped: give slots a minute or more apart",
+				clipValue(spec.String()), next.Sub(prev), timefmt.Format(prev), timefmt.Format(next))
+		}
+		prev = next
+	}
+	return nil
 }
