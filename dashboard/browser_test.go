@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -232,35 +231,6 @@ func TestBrowserActionsWithTheToken(t *testing.T) {
 	confirmFirst(t, ctx, chromedp.Click(chromedp.CSS(`#cancel button`)))
 	submit(t, ctx, chromedp.Click(chromedp.CSS(`#confirm button`)))
 	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), "cancel requested")
-}
-
-// newEvilSite serves, on another origin, a page with a form that posts
-// to target.
-func newEvilSite(t *testing.T, target string) string {
-	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintf(w, `<!doctype html><form id="forge" method="post" action="%s"><button>win a prize</button></form>`, target)
-	}))
-	t.Cleanup(evil.Close)
-	return evil.URL + "/"
-}
-
-// A page on another origin that posts a form to the dashboard, as a
-// forger would: the browser's own request, cookies and all, is refused.
-func TestBrowserCrossSiteFormIsRefused(t *testing.T) {
-	ctx := browser(t)
-	f := newFixture(t, newSQLite(t))
-	srv := f.serve(t, dashboard.WithAdminToken(testToken), dashboard.WithRefresh(0))
-	login(t, ctx, srv.URL+"/schedules", testToken)
-	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#logout"))))
-
-	evil := newEvilSite(t, srv.URL+"/schedules/poll/pause")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(evil), chromedp.WaitVisible(chromedp.CSS("#forge")),
-		chromedp.Submit(chromedp.CSS("#forge"))))
-	until(t, ctx, `location.href.startsWith("`+srv.URL+`/") && document.readyState === "complete"`)
-	body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
-	require.NoError(t, err)
-	require.False(t, schedules(t, f)["poll"], "a cross-site form paused poll")
-	require.NotContains(t, body, "paused poll")
 }
 
 func TestBrowserPagesRefreshThemselves(t *testing.T) {

@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,35 +153,6 @@ var routeInputs = map[string]inputs{
 	"POST /workflows/{id}/{verb}": {path: map[string]input{"id": instanceID, "verb": verb},
 		form: map[string]input{"name": field("name", input{max: maxSignalName, rule: "a signal's name, without control characters"}),
 			"payload": field("payload", input{max: maxBody, controls: true, rule: "JSON", check: checkPayload})}},
-}
-
-// handle registers h for pattern behind the check of its inputs
-// (routeInputs, which must declare them), with the request's deadline
-// for its database work (WithRequestTimeout), and the twin of a pattern
-// with a name in its path (names.go). A POST's body is read first,
-// within its limits (readBody).
-func (d *Dashboard) handle(mux *http.ServeMux, pattern string, h http.Handler) {
-	in, ok := routeInputs[pattern]
-	if !ok {
-		panic("dashboard: the inputs of " + pattern + " are not declared in routeInputs")
-	}
-	post := strings.HasPrefix(pattern, "POST ")
-	checked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if post && !d.readBody(w, r) {
-			return
-		}
-		if err := in.check(r); err != nil {
-			d.fail(w, r, http.StatusBadRequest, err)
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), d.requestTimeout)
-		defer cancel()
-		h.ServeHTTP(w, r.WithContext(ctx))
-	})
-	mux.Handle(pattern, checked)
-	if twin, key := twinOf(pattern); twin != "" {
-		mux.Handle(twin, fromQuery(key, checked))
-	}
 }
 
 // check checks every input r carries that the route reads.

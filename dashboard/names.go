@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"net/http"
 	"net/url"
 	"strings"
 )
@@ -24,29 +23,6 @@ var twins = []struct{ inPath, key, inQuery string }{
 	{"/lists/{name}", "name", "/list"},
 	{"/schedules/{name}", "name", "/schedule"},
 	{"/workflows/{id}", "id", "/workflow"},
-}
-
-// twinOf is pattern's twin and the query parameter it reads the name
-// from ("" when the pattern has no name in its path).
-func twinOf(pattern string) (string, string) {
-	method, path, _ := strings.Cut(pattern, " ")
-	for _, tw := range twins {
-		for _, prefix := range []string{"", "/api"} {
-			if rest, ok := strings.CutPrefix(path, prefix+tw.inPath); ok {
-				return method + " " + prefix + tw.inQuery + rest, tw.key
-			}
-		}
-	}
-	return "", ""
-}
-
-// fromQuery serves h with the path value key taken from the query
-// parameter key, as if the name were in the path.
-func fromQuery(key string, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.SetPathValue(key, r.URL.Query().Get(key))
-		h.ServeHTTP(w, r)
-	})
 }
 
 // rewritten reports whether a browser rewrites name as a path segment.

@@ -59,23 +59,6 @@ func TestBrowserAFailedPageKeepsItsShellAndComesBackOnReload(t *testing.T) {
 	require.Contains(t, hovered(t, ctx, "#units"), "2026-11-20T09:27:00Z")
 }
 
-// Unknown paths, /favicon.ico among them, are 404, not 405 with
-// Allow: POST.
-func TestUnknownPathsAreNotFound(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, newSQLite(t))
-	srv := f.serve(t)
-	for _, p := range []string{"/favicon.ico", "/nope", "/lists/x/y/z", "/api/nope"} {
-		res, err := http.Get(srv.URL + p)
-		require.NoError(t, err)
-		body, err := io.ReadAll(res.Body)
-		require.NoError(t, err)
-		require.NoError(t, res.Body.Close())
-		require.Equal(t, http.StatusNotFound, res.StatusCode, "%s: %s", p, body)
-		require.Empty(t, res.Header.Get("Allow"), p)
-	}
-}
-
 // Pause and resume say "paused" and "resumed" (they said "pausd" and
 // "resumd"); a trigger says where its run went when told.
 func TestActionMessagesReadRight(t *testing.T) {
