@@ -2,14 +2,10 @@ package dashboard
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -156,29 +152,6 @@ func (d *Dashboard) readBody(w http.ResponseWriter, r *http.Request) bool {
 		d.fail(w, r, http.StatusBadRequest, fmt.Errorf("the request's body does not read as a form: %w", err))
 	}
 	return false
-}
-
-// doneQuery is the query that shows done on the page an action returns
-// to, with a MAC under a key of this process: the page shows the messages
-// the server wrote, not a text a link made up.
-func (d *Dashboard) doneQuery(done string) url.Values {
-	return url.Values{"done": {done}, "sig": {d.doneMAC(done)}}
-}
-
-func (d *Dashboard) doneMAC(done string) string {
-	m := hmac.New(sha256.New, d.doneKey)
-	m.Write([]byte(done))
-	return hex.EncodeToString(m.Sum(nil)[:16])
-}
-
-// doneOf is the done message of r, if the server wrote it.
-func (d *Dashboard) doneOf(r *http.Request) string {
-	q := r.URL.Query()
-	done := q.Get("done")
-	if done == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(d.doneMAC(done))) {
-		return ""
-	}
-	return done
 }
 
 func (d *Dashboard) reactivate(r *http.Request) (string, string, int, error) {

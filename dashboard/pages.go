@@ -7,7 +7,6 @@ import (
 	"html/template"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"time"
@@ -18,73 +17,6 @@ import (
 	"github.com/passage-of-time/passage/tick"
 	"github.com/passage-of-time/passage/todolist"
 )
-
-// pageSize is the items or instances a page shows.
-const pageSize = 50
-
-// view is what every page's layout needs, beside the page's own data.
-type view struct {
-	Title, Nav string
-	// Now is the page's instant as its header prints it; Clock is the
-	// same now, which the page's relative times are measured from.
-	Now     string
-	Clock   clock
-	Refresh int
-	// Writable is true when an admin token is configured; Admin when
-	// this request proved it knows it, so action buttons show.
-	Writable, Admin bool
-	Done            string
-	// Path is the page's own, below Base: where log in and out return.
-	Path string
-	// Base is the path the dashboard is served under (WithBasePath),
-	// "" at the root; every link starts with it.
-	Base string
-	// Trouble is the summary at the top of the page (nil on the pages
-	// that ask before an action and on errors).
-	Trouble *summary
-	Data    any
-}
-
-func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
-	d.renderStatus(w, r, name, title, data, nil)
-}
-
-// renderStatus renders a page whose data came with the status st (nil
-// when it did not read it), which the summary then reads from.
-func (d *Dashboard) renderStatus(w http.ResponseWriter, r *http.Request, name, title string, data any, st *Status) {
-	v := d.viewOf(r, name, title, data)
-	if st != nil {
-		v.Clock.Now = st.Now.Time
-	}
-	v.Trouble = d.summarize(r.Context(), v.Clock.Now, st)
-	d.write(w, http.StatusOK, name, v)
-}
-
-func (d *Dashboard) viewOf(r *http.Request, name, title string, data any) view {
-	now := d.clock.Now().In(d.loc)
-	return view{Title: title, Nav: name, Now: exact(now), Clock: clock{Now: now}, Refresh: int(d.refresh.Seconds()),
-		Writable: d.token != "", Admin: d.admin(r), Done: d.doneOf(r), Path: r.URL.RequestURI(), Base: d.base, Data: data}
-}
-
-func (d *Dashboard) write(w http.ResponseWriter, code int, name string, v view) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(code)
-	if err := d.pages[name].ExecuteTemplate(w, "layout", v); err != nil {
-		d.logger.Error("dashboard: render", "page", name, "error", err)
-	}
-}
-
-func isAPI(r *http.Request) bool {
-	return len(r.URL.Path) >= 5 && r.URL.Path[:5] == "/api/" || r.Header.Get("Authorization") != ""
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
 
 // --- tickers
 
@@ -420,24 +352,6 @@ func (v schedulesView) link(n int) string {
 	return pageLink("/schedules", n, map[string]string{"q": v.Query, "only": v.Only, "sort": v.Sort})
 }
 
-// pageLink is the path of page n of a paged page: path with the
-// parameters that are not empty and ?page= from the second page on.
-func pageLink(path string, n int, params map[string]string) string {
-	q := url.Values{}
-	for k, val := range params {
-		if val != "" {
-			q.Set(k, val)
-		}
-	}
-	if n > 1 {
-		q.Set("page", strconv.Itoa(n))
-	}
-	if len(q) == 0 {
-		return path
-	}
-	return path + "?" + q.Encode()
-}
-
 func runViews(runs []schedule.RunRecord, loc *time.Location) []runView {
 	out := []runView{}
 	for _, r := range runs {
@@ -544,21 +458,6 @@ func eventLine(h orchestration.HistoryEvent, loc *time.Location) string {
 		line = line[:cut] + "…"
 	}
 	return line
-}
-
-// confirmData is the page that asks before an action that cannot be
-// undone: its form posts the action, its link goes back.
-type confirmData struct {
-	Question, Name, Button string
-	// Action is the path the form posts to, Back the page to go back to,
-	// both below the base path.
-	Action, Back string
-}
-
-func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request, title string, data confirmData) {
-	v := d.viewOf(r, "confirm", title, data)
-	v.Refresh = 0
-	d.write(w, http.StatusOK, "confirm", v)
 }
 
 func (d *Dashboard) confirmTrigger(w http.ResponseWriter, r *http.Request) {
