@@ -12,19 +12,6 @@ import (
 // package documentation for the list. Errors are {"error": "..."} with a
 // 400 (bad input), 404 (no such list, schedule or instance) or 500.
 
-func (d *Dashboard) apiStatus(w http.ResponseWriter, r *http.Request) {
-	st, err := ReadStatus(r.Context(), d.db, d.clock.Now(), d.loc)
-	if err != nil {
-		d.fail(w, r, http.StatusInternalServerError, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
-}
-
-func (d *Dashboard) apiLag(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, d.lag.all())
-}
-
 // apiLists is the lists page's page of lists, read by the same function
 // from the same parameters (?q=, ?only=, ?sort=, ?page=).
 func (d *Dashboard) apiLists(w http.ResponseWriter, r *http.Request) {

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -26,21 +25,6 @@ func get(t *testing.T, u string, into any) int {
 		require.NoError(t, json.Unmarshal(body, into), string(body))
 	}
 	return res.StatusCode
-}
-
-func TestAPIStatusIsReadStatus(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, newSQLite(t))
-	srv := f.serve(t)
-	var got dashboard.Status
-	require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/status", &got))
-	want, err := dashboard.ReadStatus(context.Background(), f.db.DB, f.clock.Now(), time.UTC)
-	require.NoError(t, err)
-	wantJSON, _ := json.Marshal(want)
-	gotJSON, _ := json.Marshal(got)
-	require.JSONEq(t, string(wantJSON), string(gotJSON))
-	require.Equal(t, "replica-a", got.Lease.Holder)
-	require.EqualValues(t, 3, got.Lease.Term)
 }
 
 func TestAPIPagesAListByKeyset(t *testing.T) {
