@@ -13,7 +13,6 @@ import (
 
 	"github.com/passage-of-time/passage/orchestration"
 	"github.com/passage-of-time/passage/schedule"
-	"github.com/passage-of-time/passage/todolist"
 )
 
 // Errors an action answers with; each is matched to a status code.
@@ -152,25 +151,6 @@ func (d *Dashboard) readBody(w http.ResponseWriter, r *http.Request) bool {
 		d.fail(w, r, http.StatusBadRequest, fmt.Errorf("the request's body does not read as a form: %w", err))
 	}
 	return false
-}
-
-func (d *Dashboard) reactivate(r *http.Request) (string, string, int, error) {
-	name, id := r.PathValue("name"), r.PostFormValue("id")
-	back := itemPath("lists", name, "")
-	l, err := todolist.Open(r.Context(), d.db, name)
-	switch {
-	case errors.Is(err, todolist.ErrInvalidName):
-		return "", back, http.StatusNotFound, err
-	case err != nil:
-		return "", back, http.StatusInternalServerError, err
-	}
-	if err := l.Reactivate(r.Context(), id); err != nil {
-		if errors.Is(err, todolist.ErrNotFound) || errors.Is(err, todolist.ErrInvalidID) {
-			return "", back, http.StatusNotFound, err
-		}
-		return "", back, http.StatusInternalServerError, err
-	}
-	return fmt.Sprintf("re-activated %s in %s", id, name), back, 0, nil
 }
 
 // formError is the error of an action whose form a person typed: a

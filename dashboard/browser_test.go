@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -231,49 +230,6 @@ func TestBrowserActionsWithTheToken(t *testing.T) {
 	confirmFirst(t, ctx, chromedp.Click(chromedp.CSS(`#cancel button`)))
 	submit(t, ctx, chromedp.Click(chromedp.CSS(`#confirm button`)))
 	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), "cancel requested")
-}
-
-// TestBrowserMillionItems pages a list of a million pending items in the
-// browser and reports how long a page takes to load. PASSAGE_DASHBOARD_ITEMS
-// sets another size.
-func TestBrowserMillionItems(t *testing.T) {
-	ctx := browser(t)
-	n := 1_000_000
-	if s := os.Getenv("PASSAGE_DASHBOARD_ITEMS"); s != "" {
-		_, err := fmt.Sscan(s, &n)
-		require.NoError(t, err)
-	}
-	db := newSQLite(t)
-	f := &fixture{db: db}
-	fillList(t, db.DB, "big", n)
-	srv := f.serveAt(t, start)
-
-	var (
-		first, next string
-		loaded      float64
-	)
-	for i := range 3 {
-		url := srv.URL + "/lists/big"
-		if next != "" {
-			url += "?after=" + next
-		}
-		begin := time.Now()
-		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#items"))))
-		elapsed := time.Since(begin)
-		var err error
-		loaded, err = chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.getEntriesByType("navigation")[0].loadEventEnd`))
-		require.NoError(t, err)
-		first, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#items tbody tr:first-child td.id")))
-		require.NoError(t, err)
-		href, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#next"), "href"))
-		require.NoError(t, err)
-		next = href.Value
-		t.Logf("page %d of a %d-item list: loaded in %.0f ms (navigation timing), %s until visible; first item %s", i+1, n, loaded, elapsed.Round(time.Millisecond), first)
-		require.Equal(t, fmt.Sprintf("item-%07d", i*50), first)
-		next = next[strings.Index(next, "after=")+len("after="):]
-	}
-	require.Contains(t, text(t, ctx, srv.URL+"/lists/big", "#pending"), thousands(n))
-	shoot(t, ctx, "list-million")
 }
 
 // A signal the server refuses (its payload is not JSON) comes back on
