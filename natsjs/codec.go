@@ -3,6 +3,7 @@ package natsjs
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,16 +13,23 @@ import (
 )
 
 // Encode returns the message a Publisher sends for event under prefix —
-// subject, body and Nats-Msg-Id, the layout every consumer of the stream
+// subject, body and headers, the layout every consumer of the stream
 // relies on — for a publisher of its own to send (the ticker binary's
 // outbox relay publishes boundaries and skip reports this way):
 //
-//	<prefix>.<unit>           a boundary: tick's JSON of the event (tick.Passage's MarshalJSON),
-//	                          Nats-Msg-Id its ID, "minute/2026-11-26T12:01:00Z"
-//	<prefix>.skipped.<unit>   a tick.TicksSkipped: its JSON, Nats-Msg-Id
+//	<prefix>.<unit>           a boundary: ce-type its tick event's name (MinuteHasPassed),
+//	                          Nats-Msg-Id and ce-id its ID, "minute/2026-11-26T12:01:00Z"
+//	<prefix>.skipped.<unit>   a tick.TicksSkipped: ce-type TicksSkipped, Nats-Msg-Id and ce-id
 //	                          "skipped/minute/2026-11-26T12:01:00Z..2026-11-26T12:04:00Z"
 //
-// Its errors wrap ErrInvalidPrefix or ErrUnsupportedEvent.
+// Each is a CloudEvent in the binding's binary content mode (see
+// CloudEvent): the body is the event's data, JSON with snake_case fields
+// (a boundary's unit, boundary, previous, emitted_at, catch_up; a skip
+// report's unit, from, to, count, policy, emitted_at), its instants
+// lossless as tick.JSONTime writes them; the attributes are ce- headers,
+// ce-source SourceTick, ce-subject the unit, ce-time the boundary (the
+// last skipped one for a report). docs/events.md and docs/schemas give
+// the shape. Its errors wrap ErrInvalidPrefix or ErrUnsupportedEvent.
 func Encode(prefix string, event any) (*nats.Msg, error) {
 	if err := checkPrefix(prefix); err != nil {
 		return nil, err
@@ -29,23 +37,52 @@ func Encode(prefix string, event any) (*nats.Msg, error) {
 	return encode(prefix, event)
 }
 
+// boundaryData is a boundary's data: what tick.Passage holds, snake_case,
+// with its unit. Previous is null for an event built without a ticker
+// (a Consumer refuses those: a ticker always has a previous boundary).
+type boundaryData struct {
+	Unit      tick.Unit      `json:"unit"`
+	Boundary  tick.JSONTime  `json:"boundary"`
+	Previous  *tick.JSONTime `json:"previous"`
+	EmittedAt tick.JSONTime  `json:"emitted_at"`
+	CatchUp   bool           `json:"catch_up"`
+}
+
+// skippedData is a skip report's data.
+type skippedData struct {
+	Unit      tick.Unit     `json:"unit"`
+	From      tick.JSONTime `json:"from"`
+	To        tick.JSONTime `json:"to"`
+	Count     int64         `json:"count"`
+	Policy    string        `json:"policy"`
+	EmittedAt tick.JSONTime `json:"emitted_at"`
+}
+
 // encode turns an event into the message a Publisher sends: its subject
-// under prefix, its lossless JSON (tick's own MarshalJSON, whose instants
-// keep offsets with seconds) and, as Nats-Msg-Id, its identity — unit and
-// boundary for a boundary, so that the server stores it once however
-// many times and by whichever replica it is published.
+// under prefix, its data's lossless JSON and, as Nats-Msg-Id and ce-id,
+// its identity — unit and boundary for a boundary, so that the server
+// stores it once however many times and by whichever replica it is
+// published.
 func encode(prefix string, event any) (*nats.Msg, error) {
 	var (
-		subject, id string
-		err         error
+		subject string
+		ce      CloudEvent
+		data    any
+		err     error
 	)
 	switch e := event.(type) {
 	case tick.Event:
+		p, ok := carried(e)
+		if !ok {
+			return nil, fmt.Errorf("%w: %T carries no tick.Passage", ErrUnsupportedEvent, event)
+		}
 		subject, err = boundarySubject(prefix, e.Unit())
-		id = e.ID()
+		ce = CloudEvent{ID: e.ID(), Source: SourceTick, Type: reflect.TypeOf(e).Name(), Subject: string(e.Unit()), Time: p.At}
+		data = boundaryData{Unit: e.Unit(), Boundary: tick.JSONTime{Time: p.At}, Previous: tick.JSONTimeOf(p.Since), EmittedAt: tick.JSONTime{Time: p.EmittedAt}, CatchUp: p.CatchUp}
 	case tick.TicksSkipped:
 		subject, err = skippedSubject(prefix, e.Unit)
-		id = skippedID(e)
+		ce = CloudEvent{ID: skippedID(e), Source: SourceTick, Type: TypeTicksSkipped, Subject: string(e.Unit), Time: e.To}
+		data = skippedData{Unit: e.Unit, From: tick.JSONTime{Time: e.From}, To: tick.JSONTime{Time: e.To}, Count: e.Count, Policy: e.Policy, EmittedAt: tick.JSONTime{Time: e.EmittedAt}}
 	case nil:
 		return nil, fmt.Errorf("%w: nil", ErrUnsupportedEvent)
 	default:
@@ -54,14 +91,36 @@ func encode(prefix string, event any) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := json.Marshal(event)
+	body, err := json.Marshal(data)
 	if err != nil {
-		return nil, fmt.Errorf("natsjs: encode %s: %w", id, err)
+		return nil, fmt.Errorf("natsjs: encode %s: %w", ce.ID, err)
 	}
 	msg := nats.NewMsg(subject)
-	msg.Data = data
-	msg.Header.Set(jetstream.MsgIDHeader, id)
+	msg.Data = body
+	msg.Header.Set(jetstream.MsgIDHeader, ce.ID)
+	ce.SetHeaders(msg.Header)
 	return msg, nil
+}
+
+// carried returns the Passage a tick event carries.
+func carried(e tick.Event) (tick.Passage, bool) {
+	switch e := e.(type) {
+	case tick.MinuteHasPassed:
+		return e.Passage, true
+	case tick.HourHasPassed:
+		return e.Passage, true
+	case tick.DayHasPassed:
+		return e.Passage, true
+	case tick.WeekHasPassed:
+		return e.Passage, true
+	case tick.MonthHasPassed:
+		return e.Passage, true
+	case tick.QuarterHasPassed:
+		return e.Passage, true
+	case tick.YearHasPassed:
+		return e.Passage, true
+	}
+	return tick.Passage{}, false
 }
 
 // skippedID is a skip report's identity: its unit and the boundaries it

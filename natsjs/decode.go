@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -21,12 +22,14 @@ import (
 //
 //  1. route: the subject names a known unit's boundary or skip report
 //     (deeper subjects are someone else's: errNotTime);
-//  2. parse, by the message's shape: the body holds every field of that
-//     event (today one shape, tick's JSON as Encode writes it; the
-//     CloudEvents envelope of issue 34 is to be a second, told apart by
-//     its headers, parsed into the same values);
+//  2. parse, by the message's shape (shapeOf, by its headers): the body
+//     holds every field of that event. Two shapes are read: the
+//     CloudEvent Encode writes since issue 34 (ce- headers, the data's
+//     snake_case JSON as the body), and, for one release, tick's JSON
+//     with no ce- header, which publishers wrote before;
 //  3. check, whatever the shape: the instants are boundaries of the unit,
-//     and the fields agree with each other;
+//     the fields agree with each other, and a CloudEvent's attributes
+//     with its data;
 //  4. the Nats-Msg-Id is the id the event makes.
 
 // PoisonReason says why a Consumer terminated a message instead of handing
@@ -36,11 +39,14 @@ import (
 type PoisonReason string
 
 // The reasons a message is poison, in the order decode checks them: a
-// message is reported with the first that applies.
+// message is reported with the first that applies. A CloudEvent's
+// attributes that its data decides (ce-id, ce-subject, ce-time) are
+// checked after its data, each with the reason of what it contradicts.
 const (
 	// PoisonSubject: the subject is not one the layout gives time (a skip
-	// report's subject with tokens after its unit), or a skip report's
-	// unit is not its subject's.
+	// report's subject with tokens after its unit), a skip report's (or a
+	// CloudEvent's data's) unit is not its subject's, or a CloudEvent's
+	// ce-type is not the type its subject carries.
 	PoisonSubject PoisonReason = "subject"
 	// PoisonUnknownUnit: the subject's unit, <prefix>.<unit> or
 	// <prefix>.skipped.<unit>, is none of tick.Units().
@@ -50,11 +56,16 @@ const (
 	PoisonTooLarge PoisonReason = "too-large"
 	// PoisonMalformed: the body is not a JSON object of the event's fields
 	// (not JSON, a field of the wrong type, an instant that does not
-	// parse).
+	// parse), or a CloudEvent's ce-specversion is not 1.0, its
+	// ce-datacontenttype not application/json, or an attribute does not
+	// decode.
 	PoisonMalformed PoisonReason = "malformed"
 	// PoisonMissingField: a field of the event is absent, null or the zero
-	// instant: a boundary's At, Since, EmittedAt and CatchUp; a skip
-	// report's Unit, From, To, Count, Policy and EmittedAt.
+	// instant: a boundary's At, Since, EmittedAt and CatchUp (a
+	// CloudEvent's unit, boundary, previous, emitted_at, catch_up); a skip
+	// report's Unit, From, To, Count, Policy and EmittedAt (unit, from,
+	// to, count, policy, emitted_at); a CloudEvent's ce-id, ce-source,
+	// ce-type, ce-subject, ce-time or ce-datacontenttype.
 	PoisonMissingField PoisonReason = "missing-field"
 	// PoisonNotABoundary: an instant that should be a boundary of the unit
 	// (a boundary's At, a skip report's From and To) is not one in the
@@ -63,12 +74,15 @@ const (
 	// PoisonInconsistent: the fields disagree: Since not before At, an
 	// emission before the boundary (or before a skip report's To), From
 	// after To, a Count that cannot be From..To's, a policy tick does not
-	// have.
+	// have; a CloudEvent whose ce-source is not SourceTick, whose
+	// ce-subject is not its unit or whose ce-time is not its boundary
+	// (a skip report's To).
 	PoisonInconsistent PoisonReason = "inconsistent"
-	// PoisonMessageID: the Nats-Msg-Id is missing or not the id the body
-	// makes (a boundary's ID, unit and boundary; a skip report's
-	// skipped/<unit>/<from>..<to>): the server de-duplicates by it, so a
-	// body under another's id is not the event the id stands for.
+	// PoisonMessageID: the Nats-Msg-Id (or a CloudEvent's ce-id) is
+	// missing or not the id the body makes (a boundary's ID, unit and
+	// boundary; a skip report's skipped/<unit>/<from>..<to>): the server
+	// de-duplicates by it, so a body under another's id is not the event
+	// the id stands for.
 	PoisonMessageID PoisonReason = "message-id"
 )
 
@@ -158,13 +172,16 @@ func decode(prefix string, m wire) (any, error) {
 	if len(m.data) > maxBody {
 		return nil, poison(PoisonTooLarge, m.subject, "a body of %d bytes, more than %d", len(m.data), maxBody)
 	}
-	sh := shapeOf(m.header)
+	sh, err := shapeOf(r, m.header)
+	if err != nil {
+		return nil, asPoison(err, m.subject)
+	}
 	var (
 		ev any
 		id string
 	)
 	if r.skipped {
-		s, err := sh.skipped(m.data)
+		s, err := sh.skipped(r, m.data)
 		if err != nil {
 			return nil, asPoison(err, m.subject)
 		}
@@ -173,7 +190,7 @@ func decode(prefix string, m wire) (any, error) {
 		}
 		ev, id = s, skippedID(s)
 	} else {
-		p, err := sh.passage(m.data)
+		p, err := sh.passage(r, m.data)
 		if err != nil {
 			return nil, asPoison(err, m.subject)
 		}
@@ -186,6 +203,9 @@ func decode(prefix string, m wire) (any, error) {
 			return nil, poison(PoisonUnknownUnit, m.subject, "%v", err)
 		}
 		ev, id = e, e.ID()
+	}
+	if err := sh.agrees(r, ev, id); err != nil {
+		return nil, asPoison(err, m.subject)
 	}
 	got := m.header.Get(nats.MsgIdHdr)
 	if got != id {
@@ -215,27 +235,72 @@ func routeOf(prefix, subject string) (route, error) {
 	return route{unit: tick.Unit(unit), skipped: skipped}, nil
 }
 
-// shape is one way the layout's events are written in a body: it reads
-// every field, refusing a body that lacks one (PoisonMalformed,
+// shape is one way the layout's events are written in a message: it
+// reads every field, refusing a body that lacks one (PoisonMalformed,
 // PoisonMissingField), and leaves what the values mean to checkPassage
-// and checkSkipped, which every shape shares.
+// and checkSkipped, which every shape shares; agrees then checks what
+// the shape says besides the body (a CloudEvent's attributes) against
+// the event the body made, whose id is id.
 type shape interface {
-	passage(data []byte) (tick.Passage, error)
-	skipped(data []byte) (tick.TicksSkipped, error)
+	passage(r route, data []byte) (tick.Passage, error)
+	skipped(r route, data []byte) (tick.TicksSkipped, error)
+	agrees(r route, ev any, id string) error
 }
 
-// shapeOf picks the shape of a message by its headers. There is one
-// today; a CloudEvents envelope, carrying its ce- headers, is to be told
-// apart here.
-func shapeOf(nats.Header) shape { return tickJSON{} }
+// shapeOf picks the shape of a message by its headers: a ce-specversion
+// makes it a CloudEvent, whose attributes that need no body are checked
+// here (its version, its data's content type, its type against the
+// subject's); without one it is tick's JSON, the shape of publishers
+// before issue 34, read for one release.
+func shapeOf(r route, h nats.Header) (shape, error) {
+	version, ok, err := ceHeader(h, HeaderCESpecVersion)
+	switch {
+	case err != nil:
+		return nil, &PoisonError{Reason: PoisonMalformed, Detail: err.Error()}
+	case !ok:
+		return tickJSON{}, nil
+	case version != SpecVersion:
+		return nil, &PoisonError{Reason: PoisonMalformed, Detail: fmt.Sprintf("%s %q: this consumer reads CloudEvents %s", HeaderCESpecVersion, cut(version, 64), SpecVersion)}
+	}
+	ce := cloudEvent{attrs: map[string]string{}}
+	var absent []string
+	for _, name := range []string{HeaderCEID, HeaderCESource, HeaderCEType, HeaderCESubject, HeaderCETime, HeaderCEDataContentType} {
+		v, ok, err := ceHeader(h, name)
+		if err != nil {
+			return nil, &PoisonError{Reason: PoisonMalformed, Detail: err.Error()}
+		}
+		if !ok || v == "" {
+			absent = append(absent, name)
+		}
+		ce.attrs[name] = v
+	}
+	if len(absent) > 0 {
+		return nil, &PoisonError{Reason: PoisonMissingField, Detail: "no " + strings.Join(absent, ", ")}
+	}
+	if ct := ce.attrs[HeaderCEDataContentType]; ct != DataContentType {
+		return nil, &PoisonError{Reason: PoisonMalformed, Detail: fmt.Sprintf("%s %q: the data of time is %s", HeaderCEDataContentType, cut(ct, 64), DataContentType)}
+	}
+	want := TypeTicksSkipped
+	if !r.skipped {
+		e, err := tick.NewEvent(r.unit, tick.Passage{})
+		if err != nil {
+			return nil, &PoisonError{Reason: PoisonUnknownUnit, Detail: err.Error()}
+		}
+		want = reflect.TypeOf(e).Name()
+	}
+	if got := ce.attrs[HeaderCEType]; got != want {
+		return nil, &PoisonError{Reason: PoisonSubject, Detail: fmt.Sprintf("%s %q on the subject of %s", HeaderCEType, cut(got, 64), want)}
+	}
+	return ce, nil
+}
 
-// tickJSON is tick's JSON of the events, as Encode writes them: the
-// fields encoding/json names after the structs, the instants as
-// tick.JSONTime. Each field is a pointer so that an absent one (or JSON
-// null) is told apart from a false or zero one.
+// tickJSON is tick's JSON of the events, as Encode wrote them before
+// issue 34: the fields encoding/json names after the structs, the
+// instants as tick.JSONTime. Each field is a pointer so that an absent
+// one (or JSON null) is told apart from a false or zero one.
 type tickJSON struct{}
 
-func (tickJSON) passage(data []byte) (tick.Passage, error) {
+func (tickJSON) passage(_ route, data []byte) (tick.Passage, error) {
 	var v struct {
 		At, Since, EmittedAt *tick.JSONTime
 		CatchUp              *bool
@@ -249,7 +314,7 @@ func (tickJSON) passage(data []byte) (tick.Passage, error) {
 	return tick.Passage{At: v.At.Time, Since: v.Since.Time, EmittedAt: v.EmittedAt.Time, CatchUp: *v.CatchUp}, nil
 }
 
-func (tickJSON) skipped(data []byte) (tick.TicksSkipped, error) {
+func (tickJSON) skipped(_ route, data []byte) (tick.TicksSkipped, error) {
 	var v struct {
 		Unit, Policy        *string
 		From, To, EmittedAt *tick.JSONTime
@@ -262,6 +327,117 @@ func (tickJSON) skipped(data []byte) (tick.TicksSkipped, error) {
 		return tick.TicksSkipped{}, err
 	}
 	return tick.TicksSkipped{Unit: tick.Unit(*v.Unit), From: v.From.Time, To: v.To.Time, Count: *v.Count, Policy: *v.Policy, EmittedAt: v.EmittedAt.Time}, nil
+}
+
+func (tickJSON) agrees(route, any, string) error { return nil }
+
+// cloudEvent is a CloudEvent in the binary content mode, as Encode writes
+// it: the data's JSON as the body (boundaryData, skippedData), the
+// attributes in ce- headers (attrs, by header name, decoded).
+type cloudEvent struct {
+	attrs map[string]string
+}
+
+func (cloudEvent) passage(r route, data []byte) (tick.Passage, error) {
+	var v struct {
+		Unit                          *string
+		Boundary, Previous, EmittedAt *tick.JSONTime
+		CatchUp                       *bool
+	}
+	if err := unmarshalData(data, map[string]any{"unit": &v.Unit, "boundary": &v.Boundary, "previous": &v.Previous, "emitted_at": &v.EmittedAt, "catch_up": &v.CatchUp}); err != nil {
+		return tick.Passage{}, &PoisonError{Reason: PoisonMalformed, Detail: "not the data of a boundary: " + err.Error()}
+	}
+	if err := missing("unit", v.Unit != nil, "boundary", present(v.Boundary), "previous", present(v.Previous), "emitted_at", present(v.EmittedAt), "catch_up", v.CatchUp != nil); err != nil {
+		return tick.Passage{}, err
+	}
+	if err := sameUnit(r, *v.Unit, "a boundary"); err != nil {
+		return tick.Passage{}, err
+	}
+	return tick.Passage{At: v.Boundary.Time, Since: v.Previous.Time, EmittedAt: v.EmittedAt.Time, CatchUp: *v.CatchUp}, nil
+}
+
+func (cloudEvent) skipped(r route, data []byte) (tick.TicksSkipped, error) {
+	var v struct {
+		Unit, Policy        *string
+		From, To, EmittedAt *tick.JSONTime
+		Count               *int64
+	}
+	if err := unmarshalData(data, map[string]any{"unit": &v.Unit, "from": &v.From, "to": &v.To, "count": &v.Count, "policy": &v.Policy, "emitted_at": &v.EmittedAt}); err != nil {
+		return tick.TicksSkipped{}, &PoisonError{Reason: PoisonMalformed, Detail: "not the data of a skip report: " + err.Error()}
+	}
+	if err := missing("unit", v.Unit != nil, "from", present(v.From), "to", present(v.To), "count", v.Count != nil, "policy", v.Policy != nil, "emitted_at", present(v.EmittedAt)); err != nil {
+		return tick.TicksSkipped{}, err
+	}
+	return tick.TicksSkipped{Unit: tick.Unit(*v.Unit), From: v.From.Time, To: v.To.Time, Count: *v.Count, Policy: *v.Policy, EmittedAt: v.EmittedAt.Time}, nil
+}
+
+// agrees checks the attributes the data decides: ce-id is the event's id,
+// ce-source the source of time, ce-subject its unit, ce-time its
+// boundary (a skip report's last skipped boundary).
+func (c cloudEvent) agrees(r route, ev any, id string) error {
+	at := time.Time{}
+	switch e := ev.(type) {
+	case tick.Event:
+		p, _ := carried(e)
+		at = p.At
+	case tick.TicksSkipped:
+		at = e.To
+	}
+	if got := c.attrs[HeaderCEID]; got != id {
+		return &PoisonError{Reason: PoisonMessageID, Detail: fmt.Sprintf("%s %q is not the event's id %s", HeaderCEID, cut(got, 128), id)}
+	}
+	if got := c.attrs[HeaderCESource]; got != SourceTick {
+		return &PoisonError{Reason: PoisonInconsistent, Detail: fmt.Sprintf("%s %q: time comes from %s", HeaderCESource, cut(got, 128), SourceTick)}
+	}
+	if got := c.attrs[HeaderCESubject]; got != string(r.unit) {
+		return &PoisonError{Reason: PoisonInconsistent, Detail: fmt.Sprintf("%s %q is not its unit %s", HeaderCESubject, cut(got, 64), r.unit)}
+	}
+	got := c.attrs[HeaderCETime]
+	t, err := time.Parse(time.RFC3339Nano, got)
+	switch {
+	case err != nil:
+		return &PoisonError{Reason: PoisonMalformed, Detail: fmt.Sprintf("%s %q is no RFC 3339 instant", HeaderCETime, cut(got, 64))}
+	case !t.Equal(at):
+		return &PoisonError{Reason: PoisonInconsistent, Detail: fmt.Sprintf("%s %s is not the instant the event is about, %s", HeaderCETime, cut(got, 64), FormatTime(at))}
+	}
+	return nil
+}
+
+// unmarshalData reads a CloudEvent's data object into fields by their
+// exact names: encoding/json matches names without regard to case, and
+// the data's names are snake_case, so that "Boundary" or "Unit" (a
+// shape of another kind) is not taken for one of its fields.
+func unmarshalData(data []byte, fields map[string]any) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		// JSON null: no field at all.
+		return nil
+	}
+	for name, dst := range fields {
+		b, ok := raw[name]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(b, dst); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// sameUnit refuses a CloudEvent's data of another unit than its
+// subject's.
+func sameUnit(r route, unit, what string) error {
+	if !slices.Contains(tick.Units(), tick.Unit(unit)) {
+		return &PoisonError{Reason: PoisonUnknownUnit, Detail: fmt.Sprintf("%s of unit %q", what, cut(unit, 64))}
+	}
+	if tick.Unit(unit) != r.unit {
+		return &PoisonError{Reason: PoisonSubject, Detail: fmt.Sprintf("%s of unit %s on the subject of %s", what, unit, r.unit)}
+	}
+	return nil
 }
 
 // present reports whether an instant was given: not absent, not null,

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,24 +26,65 @@ type sample struct {
 	subject string
 	id      string
 	data    []byte
+	// ce are the CloudEvents attributes, by header; nil for the shape
+	// before issue 34 (tick's JSON, no ce- header).
+	ce map[string]string
 	// reason is why decode must refuse it; "" for a real event.
 	reason PoisonReason
 }
 
 func (s sample) wire() wire {
+	return wire{subject: s.subject, header: s.header(), data: s.data}
+}
+
+func (s sample) header() nats.Header {
 	h := nats.Header{}
 	if s.id != "" {
 		h.Set(nats.MsgIdHdr, s.id)
 	}
-	return wire{subject: s.subject, header: h, data: s.data}
+	for k, v := range s.ce {
+		h.Set(k, v)
+	}
+	return h
 }
 
-// encoded is the sample of what Encode sends for ev.
+// encoded is the sample of what Encode sends for ev: a CloudEvent.
 func encoded(t testing.TB, name string, ev any) sample {
 	t.Helper()
 	msg, err := Encode(testPrefix, ev)
 	require.NoError(t, err, name)
-	return sample{name: name, subject: msg.Subject, id: msg.Header.Get(nats.MsgIdHdr), data: msg.Data}
+	ce := map[string]string{}
+	for k, v := range msg.Header {
+		if strings.HasPrefix(k, "ce-") {
+			ce[k] = v[0]
+		}
+	}
+	require.Len(t, ce, 7, "%s: %v", name, msg.Header)
+	return sample{name: name, subject: msg.Subject, id: msg.Header.Get(nats.MsgIdHdr), data: msg.Data, ce: ce}
+}
+
+// legacy is the sample of what a publisher sent for ev before issue 34,
+// and a Consumer reads for one release: tick's JSON of the event, no ce-
+// header.
+func legacy(t testing.TB, name string, ev any) sample {
+	t.Helper()
+	m := encoded(t, name, ev)
+	data, err := json.Marshal(ev)
+	require.NoError(t, err, name)
+	m.data, m.ce = data, nil
+	return m
+}
+
+// with is s with the attribute header set to value ("" removes it).
+func (s sample) with(name, header, value string, reason PoisonReason) sample {
+	ce := maps.Clone(s.ce)
+	if value == "" {
+		delete(ce, header)
+	} else {
+		ce[header] = value
+	}
+	s.name, s.ce, s.reason = name, ce, reason
+	return s
 }
 
 func load(t testing.TB, name string) *time.Location {
@@ -86,18 +131,32 @@ func samples(t testing.TB) []sample {
 	s = append(s, encoded(t, "a catch-up", tick.HourHasPassed{Passage: tick.Passage{At: at.Truncate(time.Hour), Since: at.Add(-5 * time.Hour).Truncate(time.Hour), EmittedAt: at.Add(time.Hour), CatchUp: true}}))
 	s = append(s, encoded(t, "a skip report", skip))
 	s = append(s, encoded(t, "a skip of one", tick.TicksSkipped{Unit: tick.Day, From: at.Truncate(24 * time.Hour), To: at.Truncate(24 * time.Hour), Count: 1, Policy: "skip", EmittedAt: at}))
+	// The shape before issue 34, read for one release.
+	for _, u := range tick.Units() {
+		s = append(s, legacy(t, fmt.Sprintf("%s in UTC, as tick's JSON", u), boundaryOf(t, u, tick.Previous(u, at, time.UTC), time.UTC)))
+	}
+	s = append(s, legacy(t, "a skip report as tick's JSON", skip))
+	s = append(s, legacy(t, "a day beginning after a gap as tick's JSON", boundaryOf(t, tick.Day, gapDay, sp)))
 
-	good := encoded(t, "", minute)
+	s = append(s, legacyPoison(t, at, minute, skip)...)
+	s = append(s, cloudEventPoison(t, at, minute, skip)...)
+	return s
+}
+
+// legacyPoison is poison in the shape before issue 34: tick's JSON, no
+// ce- header.
+func legacyPoison(t testing.TB, at time.Time, minute tick.MinuteHasPassed, skip tick.TicksSkipped) []sample {
+	good := legacy(t, "", minute)
 	withBody := func(name, data string, reason PoisonReason) sample {
 		return sample{name: name, subject: good.subject, id: good.id, data: []byte(data), reason: reason}
 	}
-	skipJSON := encoded(t, "", skip)
+	skipJSON := legacy(t, "", skip)
 	rebuilt := func(name string, p tick.Passage, reason PoisonReason) sample {
-		m := encoded(t, name, tick.MinuteHasPassed{Passage: p})
+		m := legacy(t, name, tick.MinuteHasPassed{Passage: p})
 		m.reason = reason
 		return m
 	}
-	s = append(s,
+	return []sample{
 		withBody("a domain event", `{"Order":"o-1","N":7}`, PoisonMissingField),
 		withBody("a skip report on a minute subject", string(skipJSON.data), PoisonMissingField),
 		withBody("null", `null`, PoisonMissingField),
@@ -128,8 +187,77 @@ func samples(t testing.TB) []sample {
 			data: bytes.Replace(skipJSON.data, []byte(`latest-only`), []byte(`never`), 1), reason: PoisonInconsistent},
 		sample{name: "a skip's subject with a token after its unit", subject: skipJSON.subject + ".x", id: skipJSON.id, data: skipJSON.data, reason: PoisonSubject},
 		sample{name: "a boundary on a skip's subject", subject: skipJSON.subject, id: good.id, data: good.data, reason: PoisonMissingField},
-	)
-	return s
+	}
+}
+
+// cloudEventPoison is poison in the shape Encode writes: data and ce-
+// headers that disagree with each other, the subject or the id.
+func cloudEventPoison(t testing.TB, at time.Time, minute tick.MinuteHasPassed, skip tick.TicksSkipped) []sample {
+	good := encoded(t, "", minute)
+	withBody := func(name, data string, reason PoisonReason) sample {
+		m := good
+		m.name, m.data, m.reason = name, []byte(data), reason
+		return m
+	}
+	skipCE := encoded(t, "", skip)
+	withSkip := func(name, old, new string, reason PoisonReason) sample {
+		m := skipCE
+		m.name, m.data, m.reason = name, bytes.Replace(skipCE.data, []byte(old), []byte(new), 1), reason
+		return m
+	}
+	rebuilt := func(name string, p tick.Passage, reason PoisonReason) sample {
+		m := encoded(t, name, tick.MinuteHasPassed{Passage: p})
+		m.reason = reason
+		return m
+	}
+	upper := good
+	upper.name, upper.ce = "a CloudEvent whose header names are upper case", map[string]string{}
+	for k, v := range good.ce {
+		upper.ce[strings.ToUpper(k)] = v
+	}
+	quoted := good.with("a CloudEvent whose ce-id is quoted", "ce-id", `"`+minute.ID()+`"`, "")
+	return []sample{
+		upper, quoted,
+		withBody("a CloudEvent of a domain event", `{"order":"o-1","n":7}`, PoisonMissingField),
+		withBody("a CloudEvent of null", `null`, PoisonMissingField),
+		withBody("a CloudEvent of an empty object", `{}`, PoisonMissingField),
+		withBody("a CloudEvent of no JSON", `not an event`, PoisonMalformed),
+		withBody("a CloudEvent of a JSON array", `[1,2]`, PoisonMalformed),
+		withBody("tick's JSON under ce- headers", string(legacy(t, "", minute).data), PoisonMissingField),
+		withBody("a CloudEvent whose data's names are capitalised", strings.NewReplacer(`"unit"`, `"Unit"`, `"boundary"`, `"Boundary"`).Replace(string(good.data)), PoisonMissingField),
+		withBody("a CloudEvent without a previous boundary", strings.Replace(string(good.data), `"previous":"2026-11-26T12:00:00Z"`, `"previous":null`, 1), PoisonMissingField),
+		withBody("a CloudEvent of the zero instant", strings.Replace(string(good.data), `"boundary":"2026-11-26T12:01:00Z"`, `"boundary":"0001-01-01T00:00:00Z"`, 1), PoisonMissingField),
+		withBody("a CloudEvent of an hour's data on the minutes' subject", strings.Replace(string(good.data), `"unit":"minute"`, `"unit":"hour"`, 1), PoisonSubject),
+		withBody("a CloudEvent of a fortnight's data", strings.Replace(string(good.data), `"unit":"minute"`, `"unit":"fortnight"`, 1), PoisonUnknownUnit),
+		withBody("a CloudEvent of a skip report's data as a minute", string(skipCE.data), PoisonMissingField),
+		withBody("a CloudEvent of a huge body", `{"boundary":"`+strings.Repeat("9", 1<<20)+`"}`, PoisonTooLarge),
+		rebuilt("a CloudEvent not on a boundary", tick.Passage{At: at.Add(30 * time.Second), Since: at.Add(-time.Minute), EmittedAt: at.Add(time.Minute)}, PoisonNotABoundary),
+		rebuilt("a CloudEvent emitted before its boundary", tick.Passage{At: at, Since: at.Add(-time.Minute), EmittedAt: at.Add(-time.Second)}, PoisonInconsistent),
+		good.with("a CloudEvent of another specversion", "ce-specversion", "0.3", PoisonMalformed),
+		good.with("a CloudEvent without a type", "ce-type", "", PoisonMissingField),
+		good.with("a CloudEvent without an id", "ce-id", "", PoisonMissingField),
+		good.with("a CloudEvent without a time", "ce-time", "", PoisonMissingField),
+		good.with("a CloudEvent without a source", "ce-source", "", PoisonMissingField),
+		good.with("a CloudEvent without a subject", "ce-subject", "", PoisonMissingField),
+		good.with("a CloudEvent without a content type", "ce-datacontenttype", "", PoisonMissingField),
+		good.with("a CloudEvent of a skip report's type on the minutes' subject", "ce-type", "TicksSkipped", PoisonSubject),
+		good.with("a CloudEvent of an hour's type on the minutes' subject", "ce-type", "HourHasPassed", PoisonSubject),
+		good.with("a CloudEvent of a domain event's type", "ce-type", "OrderPlaced", PoisonSubject),
+		good.with("a CloudEvent under another minute's id", "ce-id", "minute/2026-11-26T12:02:00Z", PoisonMessageID),
+		good.with("a CloudEvent whose id does not decode", "ce-id", "minute%zz", PoisonMalformed),
+		good.with("a CloudEvent from another source", "ce-source", "/orders", PoisonInconsistent),
+		good.with("a CloudEvent of another subject", "ce-subject", "hour", PoisonInconsistent),
+		good.with("a CloudEvent of another time", "ce-time", "2026-11-26T12:02:00Z", PoisonInconsistent),
+		good.with("a CloudEvent whose time is no instant", "ce-time", "yesterday", PoisonMalformed),
+		good.with("a CloudEvent of text", "ce-datacontenttype", "text/plain", PoisonMalformed),
+		withSkip("a CloudEvent of a skip of hours on the minutes' subject", `"unit":"minute"`, `"unit":"hour"`, PoisonSubject),
+		withSkip("a CloudEvent of a skip counting one of four", `"count":4`, `"count":1`, PoisonInconsistent),
+		withSkip("a CloudEvent of a skip without a policy", `"policy":"latest-only",`, ``, PoisonMissingField),
+		skipCE.with("a CloudEvent of a skip whose time is its first boundary", "ce-time", FormatTime(skip.From), PoisonInconsistent),
+		skipCE.with("a CloudEvent of a skip under a minute's type", "ce-type", "MinuteHasPassed", PoisonSubject),
+		sample{name: "a CloudEvent of a minute under another Nats-Msg-Id", subject: good.subject, id: "minute/2026-11-26T12:02:00Z", data: good.data, ce: good.ce, reason: PoisonMessageID},
+		sample{name: "a CloudEvent of a minute without a Nats-Msg-Id", subject: good.subject, data: good.data, ce: good.ce, reason: PoisonMessageID},
+	}
 }
 
 // Each real message decodes to its event; each poison is refused with its
@@ -139,7 +267,7 @@ func TestDecodeRefusesEachPoisonWithItsReason(t *testing.T) {
 		ev, err := decode(testPrefix, s.wire())
 		if s.reason == "" {
 			require.NoError(t, err, s.name)
-			require.NoError(t, valid(testPrefix, s.subject, s.id, ev), s.name)
+			require.NoError(t, valid(testPrefix, s.subject, s.header(), ev), s.name)
 			continue
 		}
 		var p *PoisonError
@@ -200,11 +328,16 @@ func TestDecodeTakesEveryBoundaryATickerEmits(t *testing.T) {
 }
 
 // valid is the oracle of the fuzz test: whether ev, decoded from a
-// message on subject with Nats-Msg-Id id, is the event a ticker emits,
-// derived again from the wall clock of its instants (their own offsets)
-// and the publisher's id scheme, without decode's helpers or tick's
-// boundary functions.
-func valid(prefix, subject, id string, ev any) error {
+// message on subject with headers h, is the event a ticker emits,
+// derived again from the wall clock of its instants (their own offsets),
+// the publisher's id scheme and, for a CloudEvent (a ce-specversion
+// header), its attributes as docs/events.md states them, without
+// decode's helpers or tick's boundary functions.
+func valid(prefix, subject string, h nats.Header, ev any) error {
+	id := h.Get(nats.MsgIdHdr)
+	if err := validCloudEvent(h, ev, id); err != nil {
+		return err
+	}
 	units := map[string]bool{"minute": true, "hour": true, "day": true, "week": true, "month": true, "quarter": true, "year": true}
 	switch e := ev.(type) {
 	case tick.Event:
@@ -250,6 +383,59 @@ func valid(prefix, subject, id string, ev any) error {
 		}
 	default:
 		return fmt.Errorf("a %T", ev)
+	}
+	return nil
+}
+
+// validCloudEvent checks the attributes of a message in the CloudEvents
+// binary mode against the event decoded from it: specversion 1.0, the
+// id the Nats-Msg-Id carries, the source of time, the type's name, the
+// unit as subject, the instant the event is about as time (RFC 3339),
+// JSON data. Header names are matched whatever their case, values
+// unquoted and percent-decoded (url.PathUnescape), as the binding says.
+func validCloudEvent(h nats.Header, ev any, id string) error {
+	attr := func(name string) (string, bool) {
+		for k, v := range h {
+			if strings.EqualFold(k, "ce-"+name) && len(v) > 0 {
+				val := v[0]
+				if u, err := strconv.Unquote(val); err == nil && strings.HasPrefix(val, `"`) {
+					val = u
+				}
+				d, err := url.PathUnescape(val)
+				if err != nil {
+					// Present, and no value it could be compared to.
+					return "\x00undecodable", true
+				}
+				return d, true
+			}
+		}
+		return "", false
+	}
+	if v, ok := attr("specversion"); !ok {
+		return nil // tick's JSON: valid checks the rest
+	} else if v != "1.0" {
+		return fmt.Errorf("specversion %q", v)
+	}
+	var typ, unit string
+	var at time.Time
+	switch e := ev.(type) {
+	case tick.Event:
+		typ, unit, at = strings.TrimPrefix(fmt.Sprintf("%T", e), "tick."), string(e.Unit()), passageOf(e).At
+	case tick.TicksSkipped:
+		typ, unit, at = "TicksSkipped", string(e.Unit), e.To
+	default:
+		return fmt.Errorf("a %T", ev)
+	}
+	want := map[string]string{"id": id, "source": "/passage/tick", "type": typ, "subject": unit, "datacontenttype": "application/json"}
+	for name, w := range want {
+		if got, ok := attr(name); !ok || got != w {
+			return fmt.Errorf("ce-%s %q, want %q", name, got, w)
+		}
+	}
+	got, _ := attr("time")
+	tm, err := time.Parse(time.RFC3339Nano, got)
+	if err != nil || !tm.Equal(at) {
+		return fmt.Errorf("ce-time %q for %s", got, at)
 	}
 	return nil
 }
@@ -309,9 +495,11 @@ func onWallBoundary(u string, t time.Time) bool {
 
 // No message both decodes and is not the event a ticker emits: decode
 // never lets through what the oracle, derived apart, refuses (nor
-// panics). Seeds: the samples, real and poison.
+// panics). Seeds: the samples, real and poison, in both shapes; ce holds
+// the headers besides Nats-Msg-Id, one "name: value" a line, so that the
+// fuzzer mutates a CloudEvent's attributes too.
 //
-//	go test ./natsjs -run '^$' -fuzz FuzzDecode -fuzztime 60s
+//	go test ./natsjs -run '^$' -fuzz 'FuzzDecode$' -fuzztime 60s
 func FuzzDecode(f *testing.F) {
 	for _, s := range samples(f) {
 		if len(s.data) > 4<<10 {
@@ -319,12 +507,21 @@ func FuzzDecode(f *testing.F) {
 			// megabytes; a 5 KiB one stands for them.
 			s.data = s.data[:5<<10]
 		}
-		f.Add(s.subject, s.id, s.data)
+		var ce strings.Builder
+		for _, k := range slices.Sorted(maps.Keys(s.ce)) {
+			fmt.Fprintf(&ce, "%s: %s\n", k, s.ce[k])
+		}
+		f.Add(s.subject, s.id, ce.String(), s.data)
 	}
-	f.Fuzz(func(t *testing.T, subject, id string, data []byte) {
+	f.Fuzz(func(t *testing.T, subject, id, ce string, data []byte) {
 		h := nats.Header{}
 		if id != "" {
 			h.Set(nats.MsgIdHdr, id)
+		}
+		for line := range strings.Lines(ce) {
+			if k, v, ok := strings.Cut(strings.TrimSuffix(line, "\n"), ": "); ok {
+				h.Set(k, v)
+			}
 		}
 		ev, err := decode(testPrefix, wire{subject: subject, header: h, data: data})
 		if err != nil {
@@ -333,8 +530,8 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		if err := valid(testPrefix, subject, id, ev); err != nil {
-			t.Fatalf("decoded %#v from %q %q %q, which is no event: %v", ev, subject, id, data, err)
+		if err := valid(testPrefix, subject, h, ev); err != nil {
+			t.Fatalf("decoded %#v from %q %q %q %q, which is no event: %v", ev, subject, id, ce, data, err)
 		}
 	})
 }
@@ -343,19 +540,22 @@ func FuzzDecode(f *testing.F) {
 // values of well-formed messages. Each input builds an event from fields
 // — a unit, an instant snapped to the unit's boundary in a fixed offset
 // and moved by jitter seconds, Since and the emission around it, an id
-// right, missing or another's, a skip report's count — and the property
-// is FuzzDecode's: what decodes, the oracle takes.
+// right, missing or another's, a skip report's count — written as a
+// CloudEvent (Encode's shape) or, with legacyShape, as tick's JSON; the
+// property is FuzzDecode's: what decodes, the oracle takes.
 //
 //	go test ./natsjs -run '^$' -fuzz FuzzDecodeFields -fuzztime 60s
 func FuzzDecodeFields(f *testing.F) {
 	at := time.Date(2026, 11, 26, 12, 1, 0, 0, time.UTC).Unix()
 	for i := range tick.Units() {
-		f.Add(uint8(i), at, int32(0), int32(0), int64(-60), int64(1000), false, uint8(0), int64(1))
-		f.Add(uint8(i), at, int32(5*3600+1800), int32(0), int64(-7*24*3600), int64(1), true, uint8(4), int64(2))
-		f.Add(uint8(i), at, int32(-(44*60 + 30)), int32(3600), int64(-3600), int64(0), false, uint8(0), int64(1))
+		for _, legacyShape := range []bool{false, true} {
+			f.Add(uint8(i), at, int32(0), int32(0), int64(-60), int64(1000), false, uint8(0), int64(1), legacyShape)
+			f.Add(uint8(i), at, int32(5*3600+1800), int32(0), int64(-7*24*3600), int64(1), true, uint8(4), int64(2), legacyShape)
+			f.Add(uint8(i), at, int32(-(44*60 + 30)), int32(3600), int64(-3600), int64(0), false, uint8(0), int64(1), legacyShape)
+		}
 	}
 	const minUnix, maxUnix = -62135596800 + 2*366*24*3600, 253402300799 - 2*366*24*3600 // years 3..9997
-	f.Fuzz(func(t *testing.T, unit uint8, at int64, offset, jitter int32, since, emitted int64, catchUp bool, mode uint8, count int64) {
+	f.Fuzz(func(t *testing.T, unit uint8, at int64, offset, jitter int32, since, emitted int64, catchUp bool, mode uint8, count int64, legacyShape bool) {
 		u := tick.Units()[int(unit)%len(tick.Units())]
 		zone := time.FixedZone("", int(offset%(18*3600)))
 		at = minUnix + (at%(maxUnix-minUnix)+(maxUnix-minUnix))%(maxUnix-minUnix)
@@ -366,36 +566,55 @@ func FuzzDecodeFields(f *testing.F) {
 			subject, id string
 			body        []byte
 			err         error
+			ce          CloudEvent
 		)
 		if mode&4 == 0 {
 			subject = testPrefix + "." + string(u)
 			id = string(u) + "/" + b.UTC().Format(time.RFC3339Nano)
-			body, err = json.Marshal(tick.Passage{At: b, Since: other, EmittedAt: emittedAt, CatchUp: catchUp})
+			p := tick.Passage{At: b, Since: other, EmittedAt: emittedAt, CatchUp: catchUp}
+			body, err = json.Marshal(p)
+			if !legacyShape {
+				e, _ := tick.NewEvent(u, tick.Passage{})
+				ce = CloudEvent{Source: SourceTick, Type: strings.TrimPrefix(fmt.Sprintf("%T", e), "tick."), Subject: string(u), Time: b}
+				body, err = json.Marshal(boundaryData{Unit: u, Boundary: tick.JSONTime{Time: b}, Previous: tick.JSONTimeOf(other), EmittedAt: tick.JSONTime{Time: emittedAt}, CatchUp: catchUp})
+			}
 		} else {
 			from, to := b, other
 			subject = testPrefix + ".skipped." + string(u)
 			id = "skipped/" + string(u) + "/" + from.UTC().Format(time.RFC3339Nano) + ".." + to.UTC().Format(time.RFC3339Nano)
-			body, err = json.Marshal(tick.TicksSkipped{Unit: u, From: from, To: to, Count: count, Policy: policies[int(mode>>3)%len(policies)], EmittedAt: emittedAt})
+			s := tick.TicksSkipped{Unit: u, From: from, To: to, Count: count, Policy: policies[int(mode>>3)%len(policies)], EmittedAt: emittedAt}
+			body, err = json.Marshal(s)
+			if !legacyShape {
+				ce = CloudEvent{Source: SourceTick, Type: TypeTicksSkipped, Subject: string(u), Time: to}
+				body, err = json.Marshal(skippedData{Unit: u, From: tick.JSONTime{Time: from}, To: tick.JSONTime{Time: to}, Count: s.Count, Policy: s.Policy, EmittedAt: tick.JSONTime{Time: emittedAt}})
+			}
 		}
 		if err != nil {
 			return
 		}
+		ce.ID = id
 		switch mode % 4 {
 		case 1:
 			id = ""
 		case 2:
 			id += "x"
+			if mode&64 != 0 {
+				ce.ID = id
+			}
 		}
 		h := nats.Header{}
 		if id != "" {
 			h.Set(nats.MsgIdHdr, id)
 		}
+		if !legacyShape {
+			ce.SetHeaders(h)
+		}
 		ev, err := decode(testPrefix, wire{subject: subject, header: h, data: body})
 		if err != nil {
 			return
 		}
-		if err := valid(testPrefix, subject, id, ev); err != nil {
-			t.Fatalf("decoded %#v from %s %s %s, which is no event: %v", ev, subject, id, body, err)
+		if err := valid(testPrefix, subject, h, ev); err != nil {
+			t.Fatalf("decoded %#v from %s %v %s, which is no event: %v", ev, subject, h, body, err)
 		}
 	})
 }

@@ -122,7 +122,12 @@ func NewEventSink(ctx context.Context, js jetstream.JetStream, prefix string) (*
 }
 
 // Deliver publishes one outbox message written by RecordEvents and waits
-// for the server's ack; it is an outbox.Deliver. Records that
+// for the server's ack; it is an outbox.Deliver. The message is a
+// CloudEvent in the binding's binary content mode: the body is the
+// event's JSON as RecordEvents encoded it, and the ce- headers say
+// ce-id <stream>/<version>, ce-source SourceEventStore, ce-type the
+// registered type name, ce-subject the stream, ce-time when it was
+// appended (see CloudEvent), beside the Passage- headers. Records that
 // RecordEvents did not write (an outbox shared with other sinks' writers)
 // are passed over: nil, nothing published.
 func (s *EventSink) Deliver(ctx context.Context, m outbox.Message) error {
@@ -138,6 +143,7 @@ func (s *EventSink) Deliver(ctx context.Context, m outbox.Message) error {
 	msg.Header.Set(HeaderVersion, version)
 	msg.Header.Set(HeaderType, typ)
 	msg.Header.Set(HeaderRecordedAt, m.RecordedAt.UTC().Format(time.RFC3339Nano))
+	CloudEvent{ID: m.Key, Source: SourceEventStore, Type: typ, Subject: m.Stream, Time: m.RecordedAt}.SetHeaders(msg.Header)
 	ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(s.stream))
 	if err != nil {
 		return fmt.Errorf("natsjs: publish %s to %s on stream %s %s: %w", m.Key, msg.Subject, s.stream, where(s.js.Conn()), err)

@@ -1,15 +1,20 @@
 package natsjs_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/eventstore"
@@ -78,6 +83,14 @@ func (e *eventsOut) published(t *testing.T) (perStream map[string][]int64, total
 		require.NoError(t, err)
 		if id := m.Header.Get(jetstream.MsgIDHeader); id != fmt.Sprintf("%s/%d", stream, v) {
 			badIDs = append(badIDs, id)
+		}
+		// The same event as a CloudEvent in the binding's binary mode:
+		// the body its data, its attributes in ce- headers.
+		ce := fmt.Sprintf("%s %s %s %s %s %s", m.Header.Get("ce-specversion"), m.Header.Get("ce-id"), m.Header.Get("ce-source"),
+			m.Header.Get("ce-type"), m.Header.Get("ce-subject"), m.Header.Get("ce-datacontenttype"))
+		if want := fmt.Sprintf("1.0 %s/%d /passage/eventstore orders.placed %s application/json", stream, v, stream); ce != want ||
+			m.Header.Get("ce-time") != m.Header.Get(natsjs.HeaderRecordedAt) {
+			badIDs = append(badIDs, ce+" "+m.Header.Get("ce-time"))
 		}
 		perStream[stream] = append(perStream[stream], v)
 		total++
@@ -288,4 +301,47 @@ func TestAnEventThatCommitsLateIsNotSkipped(t *testing.T) {
 	require.Equal(t, 2, total)
 	require.Empty(t, badIDs)
 	require.Equal(t, map[string][]int64{"order-a": {1}, "order-b": {1}}, got)
+}
+
+// A stored event leaves as a CloudEvent in the NATS binding's binary
+// mode: rebuilt from its ce- headers and its body, it is what the
+// envelope's JSON Schema (docs/schemas/cloudevent.json) takes, its data
+// the event's JSON as the application encoded it.
+func TestAStoredEventIsACloudEventTheSchemaTakes(t *testing.T) {
+	t.Parallel()
+	e := newEventsOut(t, sqldbtest.Backends()[0])
+	ctx := context.Background()
+	r := e.relay(t, e.sink.Deliver)
+	_, err := r.Pass(ctx) // a relay starts where it first passes
+	require.NoError(t, err)
+	_, err = e.store.Append(ctx, "order-7", eventstore.Any, OrderPlaced{Order: "order-7", N: 1})
+	require.NoError(t, err)
+	_, err = r.Pass(ctx)
+	require.NoError(t, err)
+	msgs := stored(t, e.js, e.names.stream)
+	require.Len(t, msgs, 1)
+
+	ev := map[string]any{}
+	for k, v := range msgs[0].Header {
+		if name, ok := strings.CutPrefix(strings.ToLower(k), "ce-"); ok {
+			ev[name] = v[0]
+		}
+	}
+	var data any
+	require.NoError(t, json.Unmarshal(msgs[0].Data, &data))
+	ev["data"] = data
+	body, err := json.Marshal(ev)
+	require.NoError(t, err)
+
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	schema, err := c.Compile(filepath.Join("..", "docs", "schemas", "cloudevent.json"))
+	require.NoError(t, err)
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	require.NoError(t, err)
+	require.NoError(t, schema.Validate(inst), "%s", body)
+	require.Equal(t, "order-7/1", ev["id"])
+	require.Equal(t, "orders.placed", ev["type"])
+	require.Equal(t, "order-7", ev["subject"])
+	require.Equal(t, map[string]any{"Order": "order-7", "N": 1.0}, data)
 }

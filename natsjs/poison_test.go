@@ -30,6 +30,29 @@ type poisonKind struct {
 	id      string // Nats-Msg-Id, none when empty
 	body    []byte
 	reason  natsjs.PoisonReason
+	ce      nats.Header // ce- headers: a CloudEvent's attributes
+}
+
+// cloudEventOf is the CloudEvent Encode makes of ev (under prefix
+// "passage"), its attributes with those of set replaced ("" removes).
+func cloudEventOf(t *testing.T, ev any, set map[string]string) (nats.Header, []byte) {
+	t.Helper()
+	msg, err := natsjs.Encode("passage", ev)
+	require.NoError(t, err)
+	h := nats.Header{}
+	for k, v := range msg.Header {
+		if strings.HasPrefix(k, "ce-") {
+			h[k] = v
+		}
+	}
+	for k, v := range set {
+		if v == "" {
+			h.Del(k)
+			continue
+		}
+		h.Set(k, v)
+	}
+	return h, msg.Data
 }
 
 // poisonKinds are the issue's: what reached handlers as the passage of
@@ -50,17 +73,35 @@ func poisonKinds(t *testing.T) []poisonKind {
 	offMinute := tick.Passage{At: minute(50).Add(30 * time.Second), Since: minute(49), EmittedAt: minute(51)}
 	early := tick.Passage{At: minute(51), Since: minute(50), EmittedAt: minute(51).Add(-time.Second)}
 	wrongID := tick.Passage{At: minute(52), Since: minute(51), EmittedAt: minute(52).Add(time.Second)}
+	// CloudEvents (Encode's shape) of minutes that are not good ones.
+	at := func(i int) tick.MinuteHasPassed {
+		return tick.MinuteHasPassed{Passage: tick.Passage{At: minute(i), Since: minute(i - 1), EmittedAt: minute(i).Add(time.Second)}}
+	}
+	skipType, skipData := cloudEventOf(t, at(60), map[string]string{"ce-type": "TicksSkipped"})
+	hourType, hourData := cloudEventOf(t, at(61), map[string]string{"ce-type": "HourHasPassed"})
+	noTime, noTimeData := cloudEventOf(t, at(62), map[string]string{"ce-time": ""})
+	otherSource, otherSourceData := cloudEventOf(t, at(63), map[string]string{"ce-source": "/orders"})
+	otherID, otherIDData := cloudEventOf(t, at(64), map[string]string{"ce-id": at(65).ID()})
+	domain, _ := cloudEventOf(t, at(66), nil)
+	skipCE, skipCEData := cloudEventOf(t, skip, nil)
 	return []poisonKind{
-		{"a domain event", "minute", "orders/o-1/7", []byte(`{"Order":"o-1","N":7}`), natsjs.PoisonMissingField},
-		{"a skip report on the minutes' subject", "minute", "minute-skip", skipJSON, natsjs.PoisonMissingField},
-		{"null", "minute", "", []byte(`null`), natsjs.PoisonMissingField},
-		{"an empty object", "minute", "empty", []byte(`{}`), natsjs.PoisonMissingField},
-		{"a skip report for a fortnight", "skipped.fortnight", "skipped/fortnight/x", bytes.Replace(skipJSON, []byte(`"minute"`), []byte(`"fortnight"`), 1), natsjs.PoisonUnknownUnit},
-		{"a wrong message id", "minute", "minute/2026-11-26T12:53:00Z", minuteJSON(wrongID), natsjs.PoisonMessageID},
-		{"a boundary not on a boundary", "minute", "minute/2026-11-26T12:50:30Z", minuteJSON(offMinute), natsjs.PoisonNotABoundary},
-		{"an emission before its boundary", "minute", "minute/2026-11-26T12:51:00Z", minuteJSON(early), natsjs.PoisonInconsistent},
-		{"a 1 MB body", "minute", "huge", []byte(`{"At":"` + strings.Repeat("9", 1_000_000) + `"}`), natsjs.PoisonTooLarge},
-		{"not JSON", "minute", "garbage", []byte("not an event"), natsjs.PoisonMalformed},
+		{"a CloudEvent of a skip report's type on the minutes' subject", "minute", at(60).ID(), skipData, natsjs.PoisonSubject, skipType},
+		{"a CloudEvent of an hour's type on the minutes' subject", "minute", at(61).ID(), hourData, natsjs.PoisonSubject, hourType},
+		{"a CloudEvent without ce-time", "minute", at(62).ID(), noTimeData, natsjs.PoisonMissingField, noTime},
+		{"a CloudEvent from another source", "minute", at(63).ID(), otherSourceData, natsjs.PoisonInconsistent, otherSource},
+		{"a CloudEvent under another minute's ce-id", "minute", at(64).ID(), otherIDData, natsjs.PoisonMessageID, otherID},
+		{"a CloudEvent of a domain event", "minute", at(66).ID(), []byte(`{"order":"o-1","n":7}`), natsjs.PoisonMissingField, domain},
+		{"a CloudEvent of a skip report on the minutes' subject", "minute", "minute-skip-ce", skipCEData, natsjs.PoisonSubject, skipCE},
+		{"a domain event", "minute", "orders/o-1/7", []byte(`{"Order":"o-1","N":7}`), natsjs.PoisonMissingField, nil},
+		{"a skip report on the minutes' subject", "minute", "minute-skip", skipJSON, natsjs.PoisonMissingField, nil},
+		{"null", "minute", "", []byte(`null`), natsjs.PoisonMissingField, nil},
+		{"an empty object", "minute", "empty", []byte(`{}`), natsjs.PoisonMissingField, nil},
+		{"a skip report for a fortnight", "skipped.fortnight", "skipped/fortnight/x", bytes.Replace(skipJSON, []byte(`"minute"`), []byte(`"fortnight"`), 1), natsjs.PoisonUnknownUnit, nil},
+		{"a wrong message id", "minute", "minute/2026-11-26T12:53:00Z", minuteJSON(wrongID), natsjs.PoisonMessageID, nil},
+		{"a boundary not on a boundary", "minute", "minute/2026-11-26T12:50:30Z", minuteJSON(offMinute), natsjs.PoisonNotABoundary, nil},
+		{"an emission before its boundary", "minute", "minute/2026-11-26T12:51:00Z", minuteJSON(early), natsjs.PoisonInconsistent, nil},
+		{"a 1 MB body", "minute", "huge", []byte(`{"At":"` + strings.Repeat("9", 1_000_000) + `"}`), natsjs.PoisonTooLarge, nil},
+		{"not JSON", "minute", "garbage", []byte("not an event"), natsjs.PoisonMalformed, nil},
 	}
 }
 
@@ -174,6 +215,9 @@ func TestAConsumerTerminatesPoisonAndHandlesOnlyTheMinutes(t *testing.T) {
 			for i, k := range kinds {
 				msg := nats.NewMsg(n.prefix + "." + k.subject)
 				msg.Data = k.body
+				for h, v := range k.ce {
+					msg.Header[h] = v
+				}
 				if k.id != "" {
 					msg.Header.Set(jetstream.MsgIDHeader, k.id)
 				}
@@ -182,7 +226,13 @@ func TestAConsumerTerminatesPoisonAndHandlesOnlyTheMinutes(t *testing.T) {
 				require.False(t, ack.Duplicate, k.name)
 				poisonSeq[ack.Sequence] = k.name
 				wantReasons[k.reason]++
-				require.NoError(t, pub.Publish(ctx, minuteEvent(i+2)))
+				if i%2 == 0 {
+					require.NoError(t, pub.Publish(ctx, minuteEvent(i+2)))
+					continue
+				}
+				// Every other good minute in the shape before issue
+				// 34, which a consumer reads for one release.
+				publishLegacy(t, js, n.prefix, minuteEvent(i+2))
 			}
 			good := len(kinds) + 1
 
@@ -260,4 +310,17 @@ func TestPoisonReasonsAreAFixedSet(t *testing.T) {
 		names = append(names, string(r))
 	}
 	require.Equal(t, "subject unknown-unit too-large malformed missing-field not-a-boundary inconsistent message-id", strings.Join(names, " "))
+}
+
+// publishLegacy publishes ev as publishers did before issue 34: tick's
+// JSON of the event with its ID as Nats-Msg-Id, no ce- header.
+func publishLegacy(t *testing.T, js jetstream.JetStream, prefix string, ev tick.MinuteHasPassed) {
+	t.Helper()
+	msg := nats.NewMsg(prefix + ".minute")
+	var err error
+	msg.Data, err = json.Marshal(ev)
+	require.NoError(t, err)
+	msg.Header.Set(jetstream.MsgIDHeader, ev.ID())
+	_, err = js.PublishMsg(context.Background(), msg)
+	require.NoError(t, err)
 }

@@ -13,8 +13,10 @@ import (
 // Publisher is a tick.Publisher that stores the passage of time on a
 // JetStream stream: each boundary under <prefix>.<unit>
 // (passage.time.minute, .hour, …) and each skip report under
-// <prefix>.skipped.<unit>, as the events' own lossless JSON, with
-// Nats-Msg-Id the event's identity (tick.Event.ID: unit and boundary).
+// <prefix>.skipped.<unit>, each a CloudEvent whose body is its data
+// (lossless, snake_case JSON) and whose attributes are ce- headers (see
+// Encode), with Nats-Msg-Id the event's identity (tick.Event.ID: unit and
+// boundary).
 //
 // Publish returns only once the server has acknowledged storing the
 // event, so a Ticker moves its cursor only past stored boundaries; a

@@ -2,7 +2,6 @@ package natsjs_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -61,9 +60,18 @@ func TestTheSameBoundaryPublishedTwiceIsStoredOnce(t *testing.T) {
 	require.Len(t, msgs, 1, "the same boundary three times, by two publishers")
 	require.Equal(t, n.prefix+".minute", msgs[0].Subject)
 	require.Equal(t, "minute/2026-11-26T12:01:00Z", msgs[0].Header.Get(jetstream.MsgIDHeader))
-	var got tick.MinuteHasPassed
-	require.NoError(t, json.Unmarshal(msgs[0].Data, &got))
+	got := tick.MinuteHasPassed{Passage: passageIn(t, msgs[0].Data)}
 	require.Equal(t, first, got, "the first publish is the one stored")
+	// A CloudEvent in the NATS binding's binary mode: its attributes in
+	// ce- headers, its data the body.
+	for name, want := range map[string]string{
+		"ce-specversion": "1.0", "ce-id": "minute/2026-11-26T12:01:00Z", "ce-source": "/passage/tick",
+		"ce-type": "MinuteHasPassed", "ce-subject": "minute", "ce-time": "2026-11-26T12:01:00Z",
+		"ce-datacontenttype": "application/json",
+	} {
+		require.Equal(t, want, msgs[0].Header.Get(name), name)
+	}
+	require.JSONEq(t, `{"unit":"minute","boundary":"2026-11-26T12:01:00Z","previous":"2026-11-26T12:00:00Z","emitted_at":"2026-11-26T12:01:01Z","catch_up":false}`, string(msgs[0].Data))
 	require.Equal(t, natsjs.PublisherStats{Stored: 1, Duplicates: 1}, a.Stats())
 	require.Equal(t, natsjs.PublisherStats{Stored: 0, Duplicates: 1}, b.Stats())
 }
@@ -106,8 +114,7 @@ func TestATickerOnAFakeClockPutsMinutesOnTheStreamInOrder(t *testing.T) {
 	}
 	var got []want
 	for _, m := range stored(t, js, n.stream) {
-		var p tick.Passage
-		require.NoError(t, json.Unmarshal(m.Data, &p))
+		p := passageIn(t, m.Data)
 		got = append(got, want{m.Subject, m.Header.Get(jetstream.MsgIDHeader), p.At})
 	}
 	require.Equal(t, expected, got)

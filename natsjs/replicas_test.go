@@ -2,7 +2,6 @@ package natsjs_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -43,8 +42,7 @@ func TestTwoTickerReplicasStoreEachBoundaryOnce(t *testing.T) {
 
 	var got []time.Time
 	for _, m := range stored(t, js, n.stream) {
-		var p tick.Passage
-		require.NoError(t, json.Unmarshal(m.Data, &p))
+		p := passageIn(t, m.Data)
 		got = append(got, p.At.UTC())
 	}
 	var want []time.Time

@@ -619,7 +619,18 @@ func (r *soakReceiver) serve(w http.ResponseWriter, req *http.Request) {
 		From     *sink.Time `json:"from"`
 		To       *sink.Time `json:"to"`
 	}
-	jsonErr := json.Unmarshal(body, &rec)
+	// A CloudEvent (docs/events.md): type and id in the envelope, the
+	// record's fields in its data.
+	var ev struct {
+		Type string          `json:"type"`
+		ID   string          `json:"id"`
+		Data json.RawMessage `json:"data"`
+	}
+	jsonErr := json.Unmarshal(body, &ev)
+	if jsonErr == nil {
+		jsonErr = json.Unmarshal(ev.Data, &rec)
+		rec.Type, rec.ID = ev.Type, ev.ID
+	}
 	now := time.Now()
 	r.mu.Lock()
 	r.requests++

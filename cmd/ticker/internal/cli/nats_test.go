@@ -155,11 +155,15 @@ func TestRunPublishesEachCommittedBoundaryAndRunToNATSOnce(t *testing.T) {
 			gotRuns := map[string][]time.Time{} // slots by schedule, in stream order
 			for _, m := range msgs {
 				if m.Header.Get(sink.HeaderNATSEvent) == "MinuteHasPassed" {
-					// Time as natsjs lays it out: tick's JSON of the
-					// event, whose id is the record's key.
+					// Time as natsjs lays it out: a CloudEvent whose
+					// body is the boundary's data, whose id is the
+					// record's key.
 					require.Equal(t, prefix+".minute", m.Subject)
-					var ev tick.MinuteHasPassed
-					require.NoError(t, json.Unmarshal(m.Data, &ev), string(m.Data))
+					var data struct {
+						Boundary sink.Time `json:"boundary"`
+					}
+					require.NoError(t, json.Unmarshal(m.Data, &data), string(m.Data))
+					ev := tick.MinuteHasPassed{Passage: tick.Passage{At: data.Boundary.Time}}
 					require.Equal(t, ev.ID(), m.Header.Get(jetstream.MsgIDHeader), "Nats-Msg-Id is the record's key")
 					gotMinutes = append(gotMinutes, ev.ID())
 					continue
@@ -172,6 +176,7 @@ func TestRunPublishesEachCommittedBoundaryAndRunToNATSOnce(t *testing.T) {
 					Slot     *sink.Time `json:"slot"`
 				}
 				require.NoError(t, json.Unmarshal(m.Data, &rec), string(m.Data))
+				rec.Type, rec.ID = m.Header.Get("ce-type"), m.Header.Get("ce-id") // a CloudEvent's body is its data
 				require.Equal(t, rec.ID, m.Header.Get(jetstream.MsgIDHeader), "Nats-Msg-Id is the record's key")
 				require.Equal(t, rec.Type, m.Header.Get(sink.HeaderNATSEvent))
 				switch rec.Type {

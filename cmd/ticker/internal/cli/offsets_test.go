@@ -55,7 +55,8 @@ func checkLossless(t *testing.T, body []byte, want time.Time) {
 	t.Helper()
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal(body, &raw))
-	printed, _ := raw["boundary"].(string)
+	data, _ := raw["data"].(map[string]any) // the CloudEvent's data (docs/events.md)
+	printed, _ := data["boundary"].(string)
 	require.True(t, strings.HasSuffix(printed, "-00:44:30"), "boundary %q", printed)
 	parsed, err := timefmt.Parse(printed)
 	require.NoError(t, err)

@@ -72,6 +72,27 @@ type scheduleRun struct {
 	Raw      string          `json:"-"`
 }
 
+// UnmarshalJSON reads a ScheduleRun's CloudEvent (docs/events.md): type
+// and id from the envelope, the run's fields from its data.
+func (r *scheduleRun) UnmarshalJSON(b []byte) error {
+	type fields scheduleRun
+	var ev struct {
+		Type string          `json:"type"`
+		ID   string          `json:"id"`
+		Data json.RawMessage `json:"data"`
+	}
+	var f fields
+	if err := json.Unmarshal(b, &ev); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(ev.Data, &f); err != nil {
+		return err
+	}
+	*r = scheduleRun(f)
+	r.Type, r.ID = ev.Type, ev.ID
+	return nil
+}
+
 // scheduleRuns picks the ScheduleRun lines out of JSON lines, checking
 // that each follows the minute whose boundary fired it.
 func scheduleRuns(t *testing.T, out string) []scheduleRun {

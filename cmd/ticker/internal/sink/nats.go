@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -150,18 +151,19 @@ func (n *NATS) Stats() NATSStats {
 func (n *NATS) Close() { n.nc.Close() }
 
 // Send publishes one record and returns once the server acknowledged
-// storing it. A boundary or a skip report goes out as natsjs lays time
-// out on a stream (natsjs.Encode): on <prefix>.<unit> or
-// <prefix>.skipped.<unit>, with tick's JSON of the event rebuilt from the
-// stored body, so that a natsjs.Consumer reads it as the typed event. A
-// schedule's run or skipped slots goes to <prefix>.schedule.<name> with
-// the body as it was stored (NATSSubject). Either carries key as
-// Nats-Msg-Id (NATSMsgID; for time, natsjs's event ID, which is the same
-// string) and typ as Passage-Event. An ack that reports a duplicate — the
-// server has that id within the stream's window, from an earlier Send
-// whose ack was lost or whose relay died before its checkpoint — is a
-// delivery too. No ack within NATSPublishTimeout, or a refusal, is an
-// error.
+// storing it, as a CloudEvent in the NATS binding's binary content mode:
+// the body is the record's data, its attributes are ce- headers (see
+// [Event]). A boundary or a skip report goes out as natsjs lays time out
+// on a stream (natsjs.Encode): on <prefix>.<unit> or
+// <prefix>.skipped.<unit>, rebuilt from the stored record, so that a
+// natsjs.Consumer reads it as the typed event. A schedule's run or
+// skipped slots goes to <prefix>.schedule.<name> (NATSSubject). Either
+// carries key as Nats-Msg-Id (NATSMsgID; for time, natsjs's event ID,
+// which is the same string) and typ as Passage-Event. An ack that
+// reports a duplicate — the server has that id within the stream's
+// window, from an earlier Send whose ack was lost or whose relay died
+// before its checkpoint — is a delivery too. No ack within
+// NATSPublishTimeout, or a refusal, is an error.
 func (n *NATS) Send(ctx context.Context, key, typ string, body []byte) error {
 	msg, err := natsMsg(n.prefix, key, typ, body)
 	if err != nil {
@@ -187,14 +189,33 @@ func (n *NATS) Send(ctx context.Context, key, typ string, body []byte) error {
 // natsMsg is the message of a record under prefix, without its
 // Passage-Event header.
 func natsMsg(prefix, key, typ string, body []byte) (*nats.Msg, error) {
+	if err := hasSubject(typ); err != nil {
+		return nil, err
+	}
+	body, err := envelopeOf(typ, body)
+	if err != nil {
+		return nil, err
+	}
+	ev, _, err := readEvent(body)
+	if err != nil {
+		return nil, err
+	}
+	if ev.ID != key || ev.Type != typ {
+		return nil, fmt.Errorf("the record's key %q and type %s are not its event's, %q and %s", key, typ, ev.ID, ev.Type)
+	}
 	if isScheduleRecord(typ) {
-		subject, err := NATSSubject(prefix, typ, body)
+		subject, err := scheduleSubject(prefix, typ, ev.Data)
 		if err != nil {
 			return nil, err
 		}
+		at, err := time.Parse(time.RFC3339Nano, ev.Time)
+		if err != nil {
+			return nil, fmt.Errorf("a %s record whose time %q is no RFC 3339 instant", typ, ev.Time)
+		}
 		msg := nats.NewMsg(subject)
-		msg.Data = body
+		msg.Data = ev.Data
 		msg.Header.Set(jetstream.MsgIDHeader, NATSMsgID(key))
+		natsjs.CloudEvent{ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject, Time: at}.SetHeaders(msg.Header)
 		return msg, nil
 	}
 	event, err := timeEvent(typ, body)
@@ -205,25 +226,38 @@ func natsMsg(prefix, key, typ string, body []byte) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One identity: the outbox's key and natsjs's ID are made the same
-	// way; should they drift apart, a message id no receiver expects
-	// is refused here rather than published.
+	// One identity and one shape: the outbox's key and natsjs's ID are
+	// made the same way, and the record's data is what natsjs writes;
+	// should they drift apart, a message no receiver expects is refused
+	// here rather than published.
 	if id := msg.Header.Get(jetstream.MsgIDHeader); id != NATSMsgID(key) {
 		return nil, fmt.Errorf("the record's key %q is not its event's id %q", key, id)
+	}
+	if !bytes.Equal(msg.Data, ev.Data) {
+		return nil, fmt.Errorf("the record's data %s is not natsjs's %s", ev.Data, msg.Data)
 	}
 	return msg, nil
 }
 
 // isScheduleRecord reports whether records of type typ are a schedule's,
-// which keep their body and go under <prefix>.schedule.
-func isScheduleRecord(typ string) bool { return typ == "ScheduleRun" || typ == "SlotsSkipped" }
+// which go under <prefix>.schedule.
+func isScheduleRecord(typ string) bool { return typ == TypeScheduleRun || typ == TypeSlotsSkipped }
 
-// timeEvent rebuilds from a stored record body ([Record]) the tick event
-// or tick.TicksSkipped it was made of. Record's instants are lossless, so
-// the event is the one the ticker decided, offsets with seconds included.
+// hasSubject refuses a record type the layout gives no subject.
+func hasSubject(typ string) error {
+	if !isScheduleRecord(typ) && typ != TypeTicksSkipped && !strings.HasSuffix(typ, "HasPassed") {
+		return fmt.Errorf("record type %q has no subject", typ)
+	}
+	return nil
+}
+
+// timeEvent rebuilds from a stored record body ([Record]: its envelope,
+// or its flat JSON of before) the tick event or tick.TicksSkipped it was
+// made of. Record's instants are lossless, so the event is the one the
+// ticker decided, offsets with seconds included.
 func timeEvent(typ string, body []byte) (any, error) {
-	if typ != "TicksSkipped" && !strings.HasSuffix(typ, "HasPassed") {
-		return nil, fmt.Errorf("record type %q has no subject", typ)
+	if err := hasSubject(typ); err != nil {
+		return nil, err
 	}
 	var r Record
 	if err := json.Unmarshal(body, &r); err != nil {
@@ -233,7 +267,7 @@ func timeEvent(typ string, body []byte) (any, error) {
 	if err != nil || u != r.Unit {
 		return nil, fmt.Errorf("a %s record without a unit of time (unit %q)", typ, r.Unit)
 	}
-	if typ == "TicksSkipped" {
+	if typ == TypeTicksSkipped {
 		if r.From == nil || r.To == nil {
 			return nil, fmt.Errorf("a TicksSkipped record without from or to")
 		}
@@ -257,7 +291,7 @@ func timeEvent(typ string, body []byte) (any, error) {
 }
 
 // NATSSubject is where a record of type typ goes under prefix, read from
-// its body:
+// its body (its envelope, or its flat JSON of before):
 //
 //	<prefix>.<unit>                    a boundary (MinuteHasPassed, …): passage.minute
 //	<prefix>.skipped.<unit>            a TicksSkipped report: passage.skipped.minute
@@ -271,6 +305,13 @@ func timeEvent(typ string, body []byte) (any, error) {
 // every other byte as %XX ("billing.eu" is billing%2Eeu), since a dot, a
 // wildcard or white space would change the subject's meaning.
 func NATSSubject(prefix, typ string, body []byte) (string, error) {
+	if err := hasSubject(typ); err != nil {
+		return "", err
+	}
+	body, err := envelopeOf(typ, body)
+	if err != nil {
+		return "", err
+	}
 	if !isScheduleRecord(typ) {
 		event, err := timeEvent(typ, body)
 		if err != nil {
@@ -282,17 +323,27 @@ func NATSSubject(prefix, typ string, body []byte) (string, error) {
 		}
 		return msg.Subject, nil
 	}
+	ev, _, err := readEvent(body)
+	if err != nil {
+		return "", err
+	}
+	return scheduleSubject(prefix, typ, ev.Data)
+}
+
+// scheduleSubject is the subject of a schedule's record whose data is
+// data.
+func scheduleSubject(prefix, typ string, data []byte) (string, error) {
 	var head struct {
 		Schedule string `json:"schedule"`
 	}
-	if err := json.Unmarshal(body, &head); err != nil {
-		return "", fmt.Errorf("a %s record whose body is not JSON: %w", typ, err)
+	if err := json.Unmarshal(data, &head); err != nil {
+		return "", fmt.Errorf("a %s record whose data is not JSON: %w", typ, err)
 	}
 	if head.Schedule == "" {
 		return "", fmt.Errorf("a %s record without a schedule", typ)
 	}
 	subject := prefix + ".schedule." + subjectToken(head.Schedule)
-	if typ == "SlotsSkipped" {
+	if typ == TypeSlotsSkipped {
 		subject += ".skipped"
 	}
 	return subject, nil

@@ -1,6 +1,7 @@
 package sink_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -57,12 +58,18 @@ func TestNATSRefusesATimeRecordThatDoesNotAgreeWithItself(t *testing.T) {
 	body, env, err := sink.Marshal(minute(1))
 	require.NoError(t, err)
 	_, err = sink.NATSMsg("passage", env.ID, "HourHasPassed", body)
-	require.ErrorContains(t, err, "a HourHasPassed record of unit minute, whose boundaries are MinuteHasPassed")
+	require.ErrorContains(t, err, `the record's key "minute/2026-11-21T12:01:00Z" and type HourHasPassed are not its event's, "minute/2026-11-21T12:01:00Z" and MinuteHasPassed`)
 	_, err = sink.NATSMsg("passage", "minute/2026-11-21T12:02:00Z", env.Type, body)
-	require.ErrorContains(t, err, `the record's key "minute/2026-11-21T12:02:00Z" is not its event's id "minute/2026-11-21T12:01:00Z"`)
-	_, err = sink.NATSMsg("passage", env.ID, env.Type, []byte(`{"type":"MinuteHasPassed","unit":"minute"}`))
+	require.ErrorContains(t, err, `the record's key "minute/2026-11-21T12:02:00Z" and type MinuteHasPassed are not its event's, "minute/2026-11-21T12:01:00Z"`)
+	// An envelope whose type and data disagree: the data of a minute
+	// under an hour's type and id.
+	forged := strings.NewReplacer(`"type":"MinuteHasPassed"`, `"type":"HourHasPassed"`, `"id":"minute/`, `"id":"hour/`).Replace(string(body))
+	_, err = sink.NATSMsg("passage", strings.Replace(env.ID, "minute", "hour", 1), "HourHasPassed", []byte(forged))
+	require.ErrorContains(t, err, "a HourHasPassed record of unit minute, whose boundaries are MinuteHasPassed")
+	// Records stored before the envelope, which lack a field.
+	_, err = sink.NATSMsg("passage", env.ID, env.Type, []byte(`{"type":"MinuteHasPassed","id":"minute/2026-11-21T12:01:00Z","unit":"minute"}`))
 	require.ErrorContains(t, err, "a MinuteHasPassed record without a boundary")
-	_, err = sink.NATSMsg("passage", "k", "TicksSkipped", []byte(`{"type":"TicksSkipped","unit":"minute"}`))
+	_, err = sink.NATSMsg("passage", "k", "TicksSkipped", []byte(`{"type":"TicksSkipped","id":"k","unit":"minute"}`))
 	require.ErrorContains(t, err, "a TicksSkipped record without from or to")
 	_, err = sink.NATSMsg("passage.*", env.ID, env.Type, body)
 	require.ErrorIs(t, err, natsjs.ErrInvalidPrefix)

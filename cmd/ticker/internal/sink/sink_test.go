@@ -56,13 +56,53 @@ func TestJSONLinesWritesOneObjectPerEvent(t *testing.T) {
 	require.NoError(t, json.Unmarshal(lines[1], &second))
 	require.NoError(t, json.Unmarshal(lines[2], &third))
 	require.Equal(t, map[string]any{
-		"type": "MinuteHasPassed", "id": "minute/2026-11-21T12:00:00Z", "unit": "minute",
-		"boundary": "2026-11-21T12:00:00Z", "previous": nil,
-		"emitted_at": "2026-11-21T12:00:00.001Z", "catch_up": false,
+		"specversion": "1.0", "id": "minute/2026-11-21T12:00:00Z", "source": "/passage/tick",
+		"type": "MinuteHasPassed", "subject": "minute", "time": "2026-11-21T12:00:00Z", "datacontenttype": "application/json",
+		"data": map[string]any{
+			"unit": "minute", "boundary": "2026-11-21T12:00:00Z", "previous": nil,
+			"emitted_at": "2026-11-21T12:00:00.001Z", "catch_up": false,
+		},
 	}, first)
-	require.Equal(t, "2026-11-21T12:00:00Z", second["previous"])
-	require.Equal(t, "TicksSkipped", third["type"])
-	require.EqualValues(t, 3, third["count"])
+	require.Equal(t, "2026-11-21T12:00:00Z", second["data"].(map[string]any)["previous"])
+	require.Equal(t, map[string]any{
+		"specversion": "1.0", "id": "skipped/hour/2026-11-21T12:00:00Z..2026-11-21T14:00:00Z", "source": "/passage/tick",
+		"type": "TicksSkipped", "subject": "hour", "time": "2026-11-21T14:00:00Z", "datacontenttype": "application/json",
+		"data": map[string]any{
+			"unit": "hour", "from": "2026-11-21T12:00:00Z", "to": "2026-11-21T14:00:00Z", "count": 3.0,
+			"policy": "skip", "emitted_at": "0001-01-01T00:00:00Z",
+		},
+	}, third)
+}
+
+// A record an older ticker stored in the outbox before the envelope (a
+// flat object) leaves every sink as its envelope, the same bytes a
+// record stored now has, and the same at every delivery.
+func TestARecordStoredBeforeTheEnvelopeLeavesAsItsEnvelope(t *testing.T) {
+	t.Parallel()
+	slot := time.Date(2026, 11, 21, 12, 5, 0, 0, time.UTC)
+	for _, c := range []struct {
+		event any
+		flat  string
+	}{
+		{minute(1), `{"type":"MinuteHasPassed","id":"minute/2026-11-21T12:01:00Z","unit":"minute","boundary":"2026-11-21T12:01:00Z","previous":"2026-11-21T12:00:00Z","emitted_at":"2026-11-21T12:01:00.001Z","catch_up":false}`},
+		{tick.TicksSkipped{Unit: tick.Hour, From: slot.Truncate(time.Hour), To: slot.Truncate(time.Hour).Add(time.Hour), Count: 2, Policy: "skip", EmittedAt: slot.Add(2 * time.Hour)},
+			`{"type":"TicksSkipped","id":"skipped/hour/2026-11-21T12:00:00Z..2026-11-21T13:00:00Z","unit":"hour","previous":null,"emitted_at":"2026-11-21T14:05:00Z","catch_up":false,"from":"2026-11-21T12:00:00Z","to":"2026-11-21T13:00:00Z","count":2,"policy":"skip"}`},
+		{schedule.Run{RunID: "r-1", SlotID: "poll@2026-11-21T12:05:00Z", Schedule: "poll", Slot: slot, FiredAt: slot.Add(time.Second), Attempt: 1, Command: "poll", Payload: []byte(`{"a":1}`)},
+			`{"type":"ScheduleRun","id":"poll@2026-11-21T12:05:00Z","run_id":"r-1","slot_id":"poll@2026-11-21T12:05:00Z","schedule":"poll","slot":"2026-11-21T12:05:00Z","fired_at":"2026-11-21T12:05:01Z","attempt":1,"manual":false,"command":"poll","payload":{"a":1}}`},
+		{schedule.SlotsSkipped{Schedule: "poll", From: slot, To: slot.Add(4 * time.Minute), Count: 3, Policy: "latest-only"},
+			`{"type":"SlotsSkipped","id":"slots-skipped/poll/2026-11-21T12:05:00Z..2026-11-21T12:09:00Z","schedule":"poll","from":"2026-11-21T12:05:00Z","to":"2026-11-21T12:09:00Z","count":3,"policy":"latest-only"}`},
+	} {
+		body, env, err := sink.Marshal(c.event)
+		require.NoError(t, err)
+		var now, before bytes.Buffer
+		lines := sink.NewJSONLines(&now)
+		require.NoError(t, lines.Send(context.Background(), env.ID, env.Type, body))
+		old := sink.NewJSONLines(&before)
+		require.NoError(t, old.Send(context.Background(), env.ID, env.Type, []byte(c.flat)))
+		require.NoError(t, old.Send(context.Background(), env.ID, env.Type, []byte(c.flat)))
+		require.Equal(t, string(body)+"\n", now.String(), "a record stored now leaves as it is")
+		require.Equal(t, now.String()+now.String(), before.String(), "%T: one stored before leaves as its envelope, each time the same", c.event)
+	}
 }
 
 func TestMarshalRejectsForeignValues(t *testing.T) {
@@ -198,11 +238,14 @@ func TestScheduleRunRecordCarriesTheRunLosslessly(t *testing.T) {
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
 	require.Equal(t, map[string]any{
-		"type": "ScheduleRun", "id": "report@1960-01-04T09:44:30Z", "run_id": "r-1",
-		"slot_id": "report@1960-01-04T09:44:30Z", "schedule": "report",
-		"slot": "1960-01-04T09:00:00-00:44:30", "fired_at": "1960-01-04T09:00:01.5-00:44:30",
-		"attempt": 2.0, "manual": false, "command": "send-report",
-		"payload": map[string]any{"to": []any{"ops"}},
+		"specversion": "1.0", "id": "report@1960-01-04T09:44:30Z", "source": "/passage/schedule",
+		"type": "ScheduleRun", "subject": "report", "time": "1960-01-04T09:44:30Z", "datacontenttype": "application/json",
+		"data": map[string]any{
+			"run_id": "r-1", "slot_id": "report@1960-01-04T09:44:30Z", "schedule": "report",
+			"slot": "1960-01-04T09:00:00-00:44:30", "fired_at": "1960-01-04T09:00:01.5-00:44:30",
+			"attempt": 2.0, "manual": false, "command": "send-report",
+			"payload": map[string]any{"to": []any{"ops"}},
+		},
 	}, got)
 	require.Contains(t, out.String(), `"payload":{"to":["ops"]}`, "the payload inline, compacted onto the line")
 
@@ -211,6 +254,11 @@ func TestScheduleRunRecordCarriesTheRunLosslessly(t *testing.T) {
 	require.True(t, rec.Slot.Equal(slot))
 	_, off := rec.Slot.Zone()
 	require.Equal(t, -(44*60 + 30), off)
+	want := sink.NewRunRecord(run)
+	require.Equal(t, []string{want.Type, want.ID, want.RunID, want.SlotID, want.Schedule, want.Command}, []string{rec.Type, rec.ID, rec.RunID, rec.SlotID, rec.Schedule, rec.Command}, "read back as it was")
+	require.True(t, rec.FiredAt.Equal(run.FiredAt))
+	require.Equal(t, 2, rec.Attempt)
+	require.JSONEq(t, string(run.Payload), string(rec.Payload))
 
 	// No payload is null; bytes that are not JSON travel as a string
 	// rather than breaking the line.
@@ -230,6 +278,11 @@ func TestSlotsSkippedRecord(t *testing.T) {
 	body, env, err := sink.Marshal(schedule.SlotsSkipped{Schedule: "poll", From: from, To: from.Add(4 * time.Minute), Count: 3, Policy: "latest-only"})
 	require.NoError(t, err)
 	require.Equal(t, "SlotsSkipped", env.Type)
-	require.JSONEq(t, `{"type":"SlotsSkipped","id":"slots-skipped/poll/2026-11-21T12:00:00Z..2026-11-21T12:04:00Z",
-		"schedule":"poll","from":"2026-11-21T12:00:00Z","to":"2026-11-21T12:04:00Z","count":3,"policy":"latest-only"}`, string(body))
+	require.JSONEq(t, `{"specversion":"1.0","id":"slots-skipped/poll/2026-11-21T12:00:00Z..2026-11-21T12:04:00Z",
+		"source":"/passage/schedule","type":"SlotsSkipped","subject":"poll","time":"2026-11-21T12:04:00Z","datacontenttype":"application/json",
+		"data":{"schedule":"poll","from":"2026-11-21T12:00:00Z","to":"2026-11-21T12:04:00Z","count":3,"policy":"latest-only"}}`, string(body))
+	var back sink.SlotsSkippedRecord
+	require.NoError(t, json.Unmarshal(body, &back))
+	require.Equal(t, "slots-skipped/poll/2026-11-21T12:00:00Z..2026-11-21T12:04:00Z", back.ID)
+	require.EqualValues(t, 3, back.Count)
 }

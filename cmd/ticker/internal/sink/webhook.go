@@ -66,13 +66,18 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 // hidden.
 func (w *Webhook) URL() string { return w.redacted }
 
-// Send posts one record: body as it was stored, with key as the
-// Idempotency-Key header and typ as X-Passage-Event, signed when the
-// webhook has a secret. A status outside 2xx, or no answer within the
-// client's timeout, is a refusal (an error). It is safe for concurrent
-// use.
+// Send posts one record: its CloudEvent (body as it was stored, or the
+// envelope of a body an older ticker stored before it) in the
+// structured content mode, with key as the Idempotency-Key header and
+// typ as X-Passage-Event, signed when the webhook has a secret. A status
+// outside 2xx, or no answer within the client's timeout, is a refusal
+// (an error). It is safe for concurrent use.
 func (w *Webhook) Send(ctx context.Context, key, typ string, body []byte) error {
-	if err := w.post(ctx, body, key, typ); err != nil {
+	body, err := envelopeOf(typ, body)
+	if err == nil {
+		err = w.post(ctx, body, key, typ)
+	}
+	if err != nil {
 		return fmt.Errorf("sink: webhook %s: %s: %w", w.redacted, key, err)
 	}
 	return nil
@@ -83,7 +88,7 @@ func (w *Webhook) post(ctx context.Context, body []byte, key, typ string) error 
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", "application/cloudevents+json; charset=utf-8")
 	req.Header.Set(HeaderIdempotency, key)
 	req.Header.Set(HeaderEvent, typ)
 	if len(w.cfg.Secret) > 0 {
