@@ -129,7 +129,7 @@ func TestEverySinkEmitsOneEventThatTheSchemasTake(t *testing.T) {
 		fromWebhook := validate(t, sc, "webhook", posted[i].body)
 		require.Equal(t, env.ID, fromStdout["id"])
 		require.Equal(t, fromStdout, fromWebhook, "%T: the same event on stdout and a webhook", r)
-		require.Equal(t, env.ID, posted[i].header.Get(sink.HeaderIdempotency))
+		require.Equal(t, env.ID, posted[i].header.Get("webhook-id"))
 		if onNATS != nil {
 			body, err := json.Marshal(onNATS[i])
 			require.NoError(t, err)
