@@ -2,10 +2,14 @@ package dashboard
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -13,6 +17,7 @@ import (
 
 	"github.com/passage-of-time/passage/orchestration"
 	"github.com/passage-of-time/passage/schedule"
+	"github.com/passage-of-time/passage/todolist"
 )
 
 // Errors an action answers with; each is matched to a status code.
@@ -151,6 +156,48 @@ func (d *Dashboard) readBody(w http.ResponseWriter, r *http.Request) bool {
 		d.fail(w, r, http.StatusBadRequest, fmt.Errorf("the request's body does not read as a form: %w", err))
 	}
 	return false
+}
+
+// doneQuery is the query that shows done on the page an action returns
+// to, with a MAC under a key of this process: the page shows the messages
+// the server wrote, not a text a link made up.
+func (d *Dashboard) doneQuery(done string) url.Values {
+	return url.Values{"done": {done}, "sig": {d.doneMAC(done)}}
+}
+
+func (d *Dashboard) doneMAC(done string) string {
+	m := hmac.New(sha256.New, d.doneKey)
+	m.Write([]byte(done))
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+// doneOf is the done message of r, if the server wrote it.
+func (d *Dashboard) doneOf(r *http.Request) string {
+	q := r.URL.Query()
+	done := q.Get("done")
+	if done == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(d.doneMAC(done))) {
+		return ""
+	}
+	return done
+}
+
+func (d *Dashboard) reactivate(r *http.Request) (string, string, int, error) {
+	name, id := r.PathValue("name"), r.PostFormValue("id")
+	back := itemPath("lists", name, "")
+	l, err := todolist.Open(r.Context(), d.db, name)
+	switch {
+	case errors.Is(err, todolist.ErrInvalidName):
+		return "", back, http.StatusNotFound, err
+	case err != nil:
+		return "", back, http.StatusInternalServerError, err
+	}
+	if err := l.Reactivate(r.Context(), id); err != nil {
+		if errors.Is(err, todolist.ErrNotFound) || errors.Is(err, todolist.ErrInvalidID) {
+			return "", back, http.StatusNotFound, err
+		}
+		return "", back, http.StatusInternalServerError, err
+	}
+	return fmt.Sprintf("re-activated %s in %s", id, name), back, 0, nil
 }
 
 // formError is the error of an action whose form a person typed: a

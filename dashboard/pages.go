@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"time"
@@ -14,7 +15,251 @@ import (
 
 	"github.com/passage-of-time/passage/orchestration"
 	"github.com/passage-of-time/passage/schedule"
+	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/todolist"
 )
+
+// pageSize is the items or instances a page shows.
+const pageSize = 50
+
+// view is what every page's layout needs, beside the page's own data.
+type view struct {
+	Title, Nav string
+	// Now is the page's instant as its header prints it; Clock is the
+	// same now, which the page's relative times are measured from.
+	Now     string
+	Clock   clock
+	Refresh int
+	// Writable is true when an admin token is configured; Admin when
+	// this request proved it knows it, so action buttons show.
+	Writable, Admin bool
+	Done            string
+	// Path is the page's own, below Base: where log in and out return.
+	Path string
+	// Base is the path the dashboard is served under (WithBasePath),
+	// "" at the root; every link starts with it.
+	Base string
+	// Trouble is the summary at the top of the page (nil on the pages
+	// that ask before an action and on errors).
+	Trouble *summary
+	Data    any
+}
+
+func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
+	d.renderStatus(w, r, name, title, data, nil)
+}
+
+// renderStatus renders a page whose data came with the status st (nil
+// when it did not read it), which the summary then reads from.
+func (d *Dashboard) renderStatus(w http.ResponseWriter, r *http.Request, name, title string, data any, st *Status) {
+	v := d.viewOf(r, name, title, data)
+	if st != nil {
+		v.Clock.Now = st.Now.Time
+	}
+	v.Trouble = d.summarize(r.Context(), v.Clock.Now, st)
+	d.write(w, http.StatusOK, name, v)
+}
+
+func (d *Dashboard) viewOf(r *http.Request, name, title string, data any) view {
+	now := d.clock.Now().In(d.loc)
+	return view{Title: title, Nav: name, Now: exact(now), Clock: clock{Now: now}, Refresh: int(d.refresh.Seconds()),
+		Writable: d.token != "", Admin: d.admin(r), Done: d.doneOf(r), Path: r.URL.RequestURI(), Base: d.base, Data: data}
+}
+
+func (d *Dashboard) write(w http.ResponseWriter, code int, name string, v view) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	if err := d.pages[name].ExecuteTemplate(w, "layout", v); err != nil {
+		d.logger.Error("dashboard: render", "page", name, "error", err)
+	}
+}
+
+func isAPI(r *http.Request) bool {
+	return len(r.URL.Path) >= 5 && r.URL.Path[:5] == "/api/" || r.Header.Get("Authorization") != ""
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// --- tickers
+
+type unitRow struct {
+	UnitStatus
+	Lag    string
+	Counts *TickerCounts
+	// Level is how bad its lag is ("", amber, red: trouble.go).
+	Level string
+}
+
+type tickersData struct {
+	Status   Status
+	Units    []unitRow
+	Counted  bool
+	LeaseFor string
+	// LeaseLevel is how bad the lease's state is ("" while live).
+	LeaseLevel string
+	Chart      template.HTML
+}
+
+func (d *Dashboard) tickersPage(w http.ResponseWriter, r *http.Request) {
+	st, err := ReadStatus(r.Context(), d.db, d.clock.Now(), d.loc)
+	if err != nil {
+		d.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	data := tickersData{Status: st, Chart: lagChart(d.lag.all(), d.loc)}
+	var counts map[tick.Unit]TickerCounts
+	if d.counts != nil {
+		counts, data.Counted = d.counts(), true
+	}
+	for _, u := range st.Units {
+		row := unitRow{UnitStatus: u, Lag: "0s"}
+		if late := st.Now.Sub(u.Next.Time); late > 0 {
+			row.Lag = late.Round(time.Second).String()
+			row.Level = lateness(late, tickerGrace, tickerRed)
+		}
+		if c, ok := counts[u.Unit]; ok {
+			row.Counts = &c
+			if c.PublishFailures > 0 {
+				row.Level = red
+			}
+		}
+		data.Units = append(data.Units, row)
+	}
+	if st.Lease != nil {
+		data.LeaseFor = st.Lease.Expires.Sub(st.Now.Time).Round(time.Second).String()
+		if !st.Lease.Live {
+			data.LeaseLevel = worse(amber, lateness(st.Now.Sub(st.Lease.Expires.Time), leaseGrace, leaseGrace))
+		}
+	}
+	d.renderStatus(w, r, "tickers", "Tickers", data, &st)
+}
+
+// --- to-do lists
+
+// listView is one list's page and its API answer.
+type listView struct {
+	Stats ListStatus `json:"stats"`
+	// DueNext24h counts pending items by the hour they may next be
+	// claimed, from the current hour on.
+	DueNext24h []int `json:"due_next_24h"`
+	From       Time  `json:"from"`
+}
+
+// itemView is an item as the pages and the API show it.
+type itemView struct {
+	ID          string `json:"id"`
+	Due         Time   `json:"due"`
+	NextAttempt Time   `json:"next_attempt"`
+	Attempts    int    `json:"attempts"`
+	LastError   string `json:"last_error"`
+	Parked      bool   `json:"parked"`
+	Claimed     bool   `json:"claimed"`
+}
+
+type itemsView struct {
+	Items []itemView `json:"items"`
+	// Next is the cursor of the following page (its ?after=), "" on the
+	// last page.
+	Next string `json:"next"`
+}
+
+// readList reads a list's counts and chart; a list that does not exist
+// is a 404, a bad name a 400.
+func (d *Dashboard) readList(r *http.Request) (listView, int, error) {
+	name := r.PathValue("name")
+	now := d.clock.Now().In(d.loc)
+	stats, ok, err := todolist.ReadListStats(r.Context(), d.db, name, now)
+	switch {
+	case errors.Is(err, todolist.ErrInvalidName):
+		return listView{}, http.StatusNotFound, fmt.Errorf("no to-do list named %q: %w", name, err)
+	case err != nil:
+		return listView{}, http.StatusInternalServerError, err
+	case !ok:
+		return listView{}, http.StatusNotFound, fmt.Errorf("no to-do list named %q", name)
+	}
+	from := now.Truncate(time.Hour)
+	due, err := todolist.ReadDueCounts(r.Context(), d.db, name, from, time.Hour, 24)
+	if err != nil {
+		return listView{}, http.StatusInternalServerError, err
+	}
+	return listView{Stats: listStatus(stats, now, d.loc), DueNext24h: due, From: Time{Time: from}}, 0, nil
+}
+
+// readItems reads the page of items ?after= names (?parked=1 for the
+// parked ones); a cursor that does not parse is a 400.
+func (d *Dashboard) readItems(r *http.Request) (itemsView, bool, int, error) {
+	q := r.URL.Query()
+	parked := q.Get("parked") == "1"
+	after, err := todolist.ParseCursor(q.Get("after"))
+	if err != nil {
+		return itemsView{}, parked, http.StatusBadRequest, fmt.Errorf("?after=: %w", err)
+	}
+	limit := pageSize
+	if s := q.Get("limit"); s != "" {
+		if limit, err = strconv.Atoi(s); err != nil || limit < 1 || limit > todolist.MaxPageSize {
+			return itemsView{}, parked, http.StatusBadRequest, fmt.Errorf("?limit=%s: want 1 to %d", s, todolist.MaxPageSize)
+		}
+	}
+	page, err := todolist.ReadItems(r.Context(), d.db, r.PathValue("name"), parked, after, limit, d.clock.Now())
+	if err != nil {
+		return itemsView{}, parked, http.StatusInternalServerError, err
+	}
+	v := itemsView{Items: []itemView{}, Next: page.Next.String()}
+	for _, it := range page.Items {
+		v.Items = append(v.Items, itemView{ID: it.ID, Due: Time{Time: it.Due.In(d.loc)}, NextAttempt: Time{Time: it.NextAttempt.In(d.loc)},
+			Attempts: it.Attempts, LastError: it.LastError, Parked: it.Parked, Claimed: it.Claimed})
+	}
+	return v, parked, 0, nil
+}
+
+type listData struct {
+	Name   string
+	List   listView
+	Items  itemsView
+	Parked bool
+	First  bool
+	Chart  template.HTML
+	// Lateness charts the list's due items by how long they have been due.
+	Lateness template.HTML
+}
+
+// latenessBounds are the buckets of a list's lateness chart, and
+// latenessLabels their names.
+var (
+	latenessBounds = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour}
+	latenessLabels = []string{"< 1 min", "1–5 min", "5–15 min", "15 min–1 h", "1–6 h", "6–24 h", "> 1 d"}
+)
+
+func (d *Dashboard) listPage(w http.ResponseWriter, r *http.Request) {
+	lv, code, err := d.readList(r)
+	if err != nil {
+		d.fail(w, r, code, err)
+		return
+	}
+	items, parked, code, err := d.readItems(r)
+	if err != nil {
+		d.fail(w, r, code, err)
+		return
+	}
+	from := lv.From.Time
+	chart := barChart("items due in the next 24 hours", lv.DueNext24h, func(i int) string {
+		return from.Add(time.Duration(i) * time.Hour).Format("15:04")
+	}, 3)
+	late, err := todolist.ReadLateness(r.Context(), d.db, lv.Stats.Name, d.clock.Now(), latenessBounds)
+	if err != nil {
+		d.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	lateness := barChart("due items by how long they have been due", late, func(i int) string { return latenessLabels[i] }, 1)
+	d.render(w, r, "list", lv.Stats.Name, listData{Name: lv.Stats.Name, List: lv, Items: items, Parked: parked,
+		First: r.URL.Query().Get("after") == "", Chart: chart, Lateness: lateness})
+}
 
 // --- schedules
 
@@ -175,6 +420,24 @@ func (v schedulesView) link(n int) string {
 	return pageLink("/schedules", n, map[string]string{"q": v.Query, "only": v.Only, "sort": v.Sort})
 }
 
+// pageLink is the path of page n of a paged page: path with the
+// parameters that are not empty and ?page= from the second page on.
+func pageLink(path string, n int, params map[string]string) string {
+	q := url.Values{}
+	for k, val := range params {
+		if val != "" {
+			q.Set(k, val)
+		}
+	}
+	if n > 1 {
+		q.Set("page", strconv.Itoa(n))
+	}
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}
+
 func runViews(runs []schedule.RunRecord, loc *time.Location) []runView {
 	out := []runView{}
 	for _, r := range runs {
@@ -281,6 +544,21 @@ func eventLine(h orchestration.HistoryEvent, loc *time.Location) string {
 		line = line[:cut] + "…"
 	}
 	return line
+}
+
+// confirmData is the page that asks before an action that cannot be
+// undone: its form posts the action, its link goes back.
+type confirmData struct {
+	Question, Name, Button string
+	// Action is the path the form posts to, Back the page to go back to,
+	// both below the base path.
+	Action, Back string
+}
+
+func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request, title string, data confirmData) {
+	v := d.viewOf(r, "confirm", title, data)
+	v.Refresh = 0
+	d.write(w, http.StatusOK, "confirm", v)
 }
 
 func (d *Dashboard) confirmTrigger(w http.ResponseWriter, r *http.Request) {

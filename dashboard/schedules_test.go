@@ -99,6 +99,18 @@ func TestTheSchedulesPagePagesFiltersAndSorts(t *testing.T) {
 	}
 }
 
+// A list's page charts its due items by how long they have been due:
+// the fixture's four due items are 0, 37, 74 and 111 minutes late.
+func TestTheListPageChartsHowLateItsDueItemsAre(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	code, body := getPage(t, f.serveAt(t, start).URL+"/lists/pending-orders")
+	require.Equal(t, http.StatusOK, code)
+	for _, bar := range []string{"&lt; 1 min: 1", "1–5 min: 0", "5–15 min: 0", "15 min–1 h: 1", "1–6 h: 2", "6–24 h: 0", "&gt; 1 d: 0"} {
+		require.Contains(t, body, "<title>"+bar+"</title>")
+	}
+}
+
 // The workflows page keeps the instances whose ID starts with ?q=, in
 // the state asked for.
 func TestTheWorkflowsPageFiltersByIDAndState(t *testing.T) {
@@ -123,4 +135,29 @@ func TestTheWorkflowsPageFiltersByIDAndState(t *testing.T) {
 	code, body := getPage(t, srv.URL+"/workflows?q=order-1")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `value="order-1"`)
+}
+
+// The lists page filters (?q=, ?only=) and sorts (?sort=) its lists.
+func TestTheListsPageFiltersAndSorts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	srv := f.serveAt(t, start)
+	rows := regexp.MustCompile(`<tr id="list-([^"]+)"`)
+	lists := func(query string) []string {
+		code, body := getPage(t, srv.URL+"/lists"+query)
+		require.Equal(t, http.StatusOK, code, query)
+		var out []string
+		for _, m := range rows.FindAllStringSubmatch(body, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	require.Equal(t, []string{"passage-schedules", "passage-workflows", "pending-orders"}, lists(""))
+	require.Equal(t, []string{"pending-orders"}, lists("?only=parked"))
+	require.Equal(t, []string{"pending-orders", "passage-schedules", "passage-workflows"}, lists("?sort=pending"))
+	require.Equal(t, []string{"passage-schedules", "passage-workflows"}, lists("?q=PASSAGE"))
+	code, _ := getPage(t, srv.URL+"/lists?sort=sideways")
+	require.Equal(t, http.StatusBadRequest, code)
+	code, _ = getPage(t, srv.URL+"/lists?only=sideways")
+	require.Equal(t, http.StatusBadRequest, code)
 }

@@ -28,19 +28,26 @@
 //
 // This package owns the layout of time on a stream; [Encode] gives it to
 // publishers of their own, and the ticker binary's "ticker run --nats"
-// publishes through it, so a [Consumer] reads either:
+// publishes through it, so a [Consumer] reads either. Each event is a
+// CloudEvent ([CloudEvent], docs/events.md) in the binary content mode
+// of the CloudEvents NATS binding: its data, snake_case JSON, is the
+// body; its attributes are ce- headers:
 //
-//	subject                  body                          Nats-Msg-Id
-//	<prefix>.<unit>          the event's JSON (tick's)     its ID, unit and boundary: minute/2026-11-26T12:01:00Z
-//	<prefix>.skipped.<unit>  the tick.TicksSkipped's JSON  skipped/<unit>/<from>..<to>, instants in UTC
+//	subject                  body (data)                                     ce-type / Nats-Msg-Id and ce-id
+//	<prefix>.<unit>          unit, boundary, previous, emitted_at, catch_up  MinuteHasPassed… / minute/2026-11-26T12:01:00Z
+//	<prefix>.skipped.<unit>  unit, from, to, count, policy, emitted_at       TicksSkipped / skipped/<unit>/<from>..<to>, in UTC
 //
 // with <unit> minute, hour, day, week, month, quarter or year
-// (passage.time.minute, passage.time.skipped.hour, …), and tick's JSON
-// lossless: instants keep offsets with seconds. The IDs are the keys
-// "ticker run" stores the records under in its outbox and sends a
-// webhook as Idempotency-Key. Subjects of more tokens under the prefix
-// are not time and a Consumer acks them unread: "ticker run --nats"
-// puts a schedule's runs on <prefix>.schedule.<name> in the same stream.
+// (passage.time.minute, passage.time.skipped.hour, …), ce-source
+// SourceTick, ce-subject the unit, ce-time the boundary (a report's last
+// skipped one), and the instants of data lossless: offsets with seconds.
+// The IDs are the keys "ticker run" stores the records under in its
+// outbox and sends a webhook as webhook-id. Subjects of more tokens under
+// the prefix are not time and a Consumer acks them unread: "ticker run
+// --nats" puts a schedule's runs on <prefix>.schedule.<name> in the
+// same stream. A Consumer also reads, through the next release, the
+// shape publishers wrote before: tick's JSON of the event with no ce-
+// header.
 //
 // # Time from a stream
 //
@@ -73,7 +80,8 @@
 // an outbox in the append's own transaction, keyed "<stream>/<version>";
 // an outbox.Relay with an [EventSink]'s Deliver publishes them under
 // <prefix>.<type> with that key as Nats-Msg-Id and the stream, version,
-// type and append time as headers. The relay reads only what committed,
+// type and append time as headers, each a CloudEvent too (ce-source
+// SourceEventStore, ce-subject the stream, the event's JSON the body). The relay reads only what committed,
 // from a durable checkpoint, in order per stream, never passing an event
 // that commits late with a lower position; a crash between the commit and
 // the publish loses nothing (the next relay publishes it), and one between
