@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -77,6 +78,12 @@ type relay struct {
 	late    func(time.Duration)
 	mu      sync.Mutex
 	lateMax float64
+
+	// failing: a database failure was logged, and no read worked since
+	// (onError); seen is the relay's counts at the last look (recovered,
+	// called by its one supervising goroutine).
+	failing atomic.Bool
+	seen    outbox.Stats
 }
 
 // delivery is the outbox of "ticker run" and its relays.
@@ -86,6 +93,9 @@ type delivery struct {
 	clock  clockwork.Clock
 	logger *slog.Logger
 	relays []*relay
+	// horizon names a PostgreSQL transaction holding the relays back
+	// (horizon.go); nil on SQLite, or set by "ticker run" alone.
+	horizon *horizon
 }
 
 // retries is how a relay retries a record a sink refused: after backoff,
@@ -108,7 +118,9 @@ func openDelivery(ctx context.Context, db *sqldb.DB, senders []sender, retry ret
 	for _, s := range senders {
 		rl := &relay{name: s.name, wake: make(chan struct{}, 1)}
 		send := s.send
-		deliver := func(ctx context.Context, m outbox.Message) error { return send(ctx, m.Key, m.Type, m.Body) }
+		deliver := func(ctx context.Context, m outbox.Message) error {
+			return send(requestsOf(ctx), m.Key, m.Type, m.Body)
+		}
 		rl.r, err = outbox.NewRelay(box, s.name, deliver,
 			outbox.WithParallel(s.parallel),
 			outbox.WithPoll(relayPoll),
@@ -151,9 +163,12 @@ func (rl *relay) observer(logger *slog.Logger) outbox.Observer {
 	}
 }
 
-// notify wakes every relay: records committed.
+// notify wakes every relay: records committed. A running relay reads
+// at once (Notify); one waiting for the lease looks whether this process
+// holds it now (follow).
 func (d *delivery) notify() {
 	for _, rl := range d.relays {
+		rl.r.Notify()
 		select {
 		case rl.wake <- struct{}{}:
 		default:
@@ -207,73 +222,146 @@ func (d *delivery) Publish(ctx context.Context, events ...any) error {
 }
 
 // run delivers until stopping is closed, each relay on a goroutine of
-// its own, passing only while holds says this process holds the ticker's
-// lease: a standby delivers nothing, and takes over from the checkpoints
-// when it takes the lease. A relay stops between passes, so a request in
-// flight gets its answer and is not offered again; ctx ending cuts a pass
+// its own, only while holds says this process holds the ticker's lease:
+// a standby delivers nothing, and takes over from the checkpoints when it
+// takes the lease. Each relay delivers through Relay.Run, every stream on
+// its own (a receiver stalled on one record holds that stream and one
+// request, not the others), and Pass is left to the drains. Stopping
+// starts no more requests, and those in flight get their answers: what
+// the sink took is recorded and not offered again. ctx ending cuts them
 // short (the stop's deadline). It returns once every relay has stopped.
 func (d *delivery) run(ctx context.Context, stopping <-chan struct{}, holds func() bool) {
 	var wg sync.WaitGroup
 	for _, rl := range d.relays {
-		wg.Go(func() { d.loop(ctx, stopping, rl, holds) })
+		wg.Go(func() { d.follow(ctx, stopping, rl, holds) })
 	}
+	// A holder of the horizon is logged on every replica, the standbys
+	// included: it holds back whichever delivers.
+	wg.Go(func() { d.horizon.watch(ctx, stopping) })
 	wg.Wait()
 }
 
-func (d *delivery) loop(ctx context.Context, stopping <-chan struct{}, rl *relay, holds func() bool) {
-	failing := false
+// follow runs rl's relay whenever this process holds the lease, and
+// waits for it otherwise: it looks at every commit of this process
+// (rl.wake) and at every poll, in real time — a standby takes the lease
+// on its own ticker's pass, and a lease is a matter of the database.
+func (d *delivery) follow(ctx context.Context, stopping <-chan struct{}, rl *relay, holds func() bool) {
+	poll := time.NewTicker(relayPoll)
+	defer poll.Stop()
 	for {
-		select {
-		case <-stopping:
+		if holds() && !d.deliverWhileHeld(ctx, stopping, rl, holds, poll.C) {
 			return
-		default:
 		}
-		var retryAt time.Time
-		if holds() {
-			res, err := rl.r.Pass(ctx)
-			if ctx.Err() != nil {
-				return
-			}
-			switch {
-			case err != nil:
-				if !failing {
-					d.logger.Error("delivery pass failed; retried at the next poll", "sink", rl.name, "err", err)
-				}
-				failing = true
-			case res.More:
-				failing = false
-				continue
-			default:
-				failing = false
-				retryAt = res.NextRetry
-			}
-		}
-		// A refusal's retry is due on the run's clock. The poll is real
-		// time: what it waits for happens in the database — another
-		// process's commit, a record PostgreSQL's horizon held back until
-		// an older transaction ended — not on the clock the run plans by.
-		var retry <-chan time.Time
-		var retryTimer clockwork.Timer
-		if !retryAt.IsZero() {
-			retryTimer = d.clock.NewTimer(max(retryAt.Sub(d.clock.Now()), 0))
-			retry = retryTimer.Chan()
-		}
-		poll := time.NewTimer(relayPoll)
 		select {
 		case <-ctx.Done():
+			return
 		case <-stopping:
+			return
 		case <-rl.wake:
-		case <-retry:
 		case <-poll.C:
 		}
-		poll.Stop()
-		if retryTimer != nil {
-			retryTimer.Stop()
-		}
-		if ctx.Err() != nil {
-			return
+	}
+}
+
+// deliverWhileHeld runs rl's relay until the lease is lost (it returns
+// true: follow waits to hold it again) or the run stops (false). The
+// relay's context ends then, so it offers nothing more; a request in
+// flight is not cut short by it (requestsOf): it gets its answer, and
+// what the sink took is recorded before Run returns. Only ctx ending
+// (the stop's bound) cuts requests short.
+//
+// The lease counts as lost when it is not held at two polls in a row: a
+// single reading can fall between a jump of the ticker's clock (a
+// machine waking from suspend, a test's fake clock) and the pass that
+// renews the lease, and losing it for nothing would wait out every
+// request in flight, a stalled one included, before delivering again.
+// A lease really lost stays lost; the second poll costs a second of
+// overlap with the new holder, which the outbox tolerates (delivered at
+// least once, never skipped).
+func (d *delivery) deliverWhileHeld(ctx context.Context, stopping <-chan struct{}, rl *relay, holds func() bool, poll <-chan time.Time) bool {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = rl.r.Run(withRequests(runCtx, ctx), rl.onError(d.logger))
+	}()
+	notHeld := 0
+	for lost := false; !lost; {
+		select {
+		case <-ctx.Done():
+			cancel()
+			<-done
+			return false
+		case <-stopping:
+			cancel()
+			<-done
+			return false
+		case <-rl.wake: // notify told the relay itself
+		case <-poll:
+			rl.recovered()
+			if holds() {
+				notHeld = 0
+			} else {
+				notHeld++
+			}
+			lost = notHeld >= 2
 		}
 	}
+	cancel()
+	select {
+	case <-done:
+		return true
+	case <-stopping: // the requests in flight finish all the same
+		<-done
+		return false
+	case <-ctx.Done():
+		<-done
+		return false
+	}
+}
+
+// requestsKey marks the context Run passes to a sink with the context
+// its request is to honour (withRequests).
+type requestsKey struct{}
+
+// withRequests returns runCtx carrying requests: a Deliver called with
+// it sends its request under requests (requestsOf), so the relay's end
+// (runCtx: a stop, a lease lost) lets the requests in flight finish, and
+// only requests' end (the stop's bound) cuts them short.
+func withRequests(runCtx, requests context.Context) context.Context {
+	return context.WithValue(runCtx, requestsKey{}, requests)
+}
+
+// requestsOf is the context a delivery's request honours: the one
+// withRequests set, or ctx itself (a pass, whose caller bounds it).
+func requestsOf(ctx context.Context) context.Context {
+	if r, ok := ctx.Value(requestsKey{}).(context.Context); ok {
+		return r
+	}
+	return ctx
+}
+
+// onError logs a relay's failed database operation once while they
+// fail: a database down for an hour would otherwise log one at every
+// poll. They are all counted (passage_delivery_pass_failures_total), and
+// the next is logged again once a read worked (recovered).
+func (rl *relay) onError(logger *slog.Logger) func(error) {
+	return func(err error) {
+		if rl.failing.CompareAndSwap(false, true) {
+			logger.Error("delivery failed on the database; retried at the next poll (further failures are counted, not logged, until it works again)", "sink", rl.name, "err", err)
+		}
+	}
+}
+
+// recovered clears the failing state once the relay read the outbox
+// without a failure since the last look.
+func (rl *relay) recovered() {
+	s := rl.r.Stats()
+	if s.Passes > rl.seen.Passes && s.Failed == rl.seen.Failed {
+		rl.failing.Store(false)
+	}
+	rl.seen = s
 }
 
 // drained is what a drain delivered and left, summed over the sinks.

@@ -19,8 +19,10 @@ func observability(health http.HandlerFunc, tel *telemetry) http.Handler {
 }
 
 // runHealth is /healthz of "ticker run". It only reads: it asks the
-// ticker whether its last pass worked, pings the database and reads each
-// sink's backlog.
+// ticker whether its last pass worked, pings the database, looks for a
+// PostgreSQL transaction holding the relays back past --horizon-limit
+// (before the backlog: it is the cause, delivery behind the symptom) and
+// reads each sink's backlog.
 func runHealth(ticker *tick.Ticker, db *sqldb.DB, out *delivery) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := ticker.Health(); err != nil {
@@ -31,6 +33,10 @@ func runHealth(ticker *tick.Ticker, db *sqldb.DB, out *delivery) http.HandlerFun
 			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		if err := out.horizon.health(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		if err := out.health(r.Context()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
@@ -39,13 +45,19 @@ func runHealth(ticker *tick.Ticker, db *sqldb.DB, out *delivery) http.HandlerFun
 	}
 }
 
-// serveHealth is /healthz of "ticker serve": the database answers. What
-// else run's reports — its ticker's last pass, its relays' lag — belongs
-// to the process that runs them.
-func serveHealth(db *sqldb.DB) http.HandlerFunc {
+// serveHealth is /healthz of "ticker serve": the database answers, and
+// no PostgreSQL transaction has held the relays back past
+// --horizon-limit (h; nil on SQLite) — a matter of the database, which
+// every process on it sees alike. What else run's reports — its ticker's
+// last pass, its relays' lag — belongs to the process that runs them.
+func serveHealth(db *sqldb.DB, h *horizon) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := db.PingContext(r.Context()); err != nil {
 			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if err := h.health(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")

@@ -50,6 +50,7 @@ import (
 //	passage.delivery.lateness.max       passage_delivery_lateness_max_seconds    sink
 //	passage.delivery.backlog            passage_delivery_backlog                 sink   (read from the database)
 //	passage.delivery.parked             passage_delivery_parked                  sink   (read from the database)
+//	passage.postgres.horizon.age        passage_postgres_horizon_age_seconds            (read from the database; PostgreSQL only, horizon.go)
 //	passage.todolist.stored.backlog          passage_todolist_stored_backlog                 list   (read from the database, as the rest)
 //	passage.todolist.stored.due              passage_todolist_stored_due                     list
 //	passage.todolist.stored.parked           passage_todolist_stored_parked                  list
@@ -219,7 +220,9 @@ func (m *metrics) watchRelays(meter metric.Meter, out *delivery) error {
 // one), so they count the processors of every process, and, when out has
 // relays, each sink's backlog and parked records. A collection whose reads
 // fail shows none of them (the SDK reports the error through the
-// OpenTelemetry error handler, which logs it).
+// OpenTelemetry error handler, which logs it). The age of a PostgreSQL
+// transaction holding the relays back (out.horizon) is read in a
+// collection of its own.
 func watchDatabase(meter metric.Meter, db *sqldb.DB, clock clockwork.Clock, out *delivery) error {
 	var errs instrumentErrors
 	backlog := errs.intGauge(meter, "passage.todolist.stored.backlog", "{item}", "Items waiting on a to-do list (not parked).")
@@ -276,6 +279,9 @@ func watchDatabase(meter metric.Meter, db *sqldb.DB, clock clockwork.Clock, out 
 	}, backlog, due, parked, completed, failures, parkings, sinkBacklog, sinkParked)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
+	}
+	if out != nil {
+		return out.horizon.register(meter)
 	}
 	return nil
 }

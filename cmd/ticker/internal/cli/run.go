@@ -19,6 +19,7 @@ type runFlags struct {
 	units, catchUp, until, httpAddr string
 	holder, adminToken              string
 	window, leaseTTL                time.Duration
+	horizonLimit                    *time.Duration
 	max                             int
 	once, schedules                 bool
 	cmd                             *cobra.Command
@@ -46,6 +47,7 @@ func runCommand(env Env) *cobra.Command {
 	fs.StringVar(&f.adminToken, "admin-token", "", "allow the dashboard's actions (pause, trigger, signal, re-activate…) to whoever logs in with this token, 16 bytes or more (default $"+adminTokenEnv+"; without one the dashboard is read-only)")
 	fs.StringVar(&f.holder, "holder", "", "lease holder id among replicas (default host:pid:random, unique per process)")
 	fs.BoolVar(&f.schedules, "schedules", true, "fire the schedules stored in --db (\"ticker schedule add\") on minute boundaries, each run recorded with its firing and delivered as a ScheduleRun record through the same sinks; needs minute in --units when there are any; not with --until")
+	f.horizonLimit = addHorizonLimit(c)
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, fmt.Sprintf("how long a dead replica's lease blocks the others (%s to %s)", bounds["lease-ttl"].min, bounds["lease-ttl"].max))
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		cfg, err := f.config(env)

@@ -27,7 +27,9 @@ type runConfig struct {
 	adminToken string
 	holder     string
 	leaseTTL   time.Duration
-	sinks      *sinkFlags
+	// horizonLimit is --horizon-limit (horizon.go).
+	horizonLimit time.Duration
+	sinks        *sinkFlags
 }
 
 // backfill reports whether the run is a backfill (--until).
@@ -64,6 +66,10 @@ func (f *runFlags) config(env Env) (runConfig, error) {
 	if err := f.checkIgnored(); err != nil {
 		return cfg, err
 	}
+	if err := checkHorizonLimit(*f.horizonLimit); err != nil {
+		return cfg, err
+	}
+	cfg.horizonLimit = *f.horizonLimit
 	// A backfill re-emits past boundaries for their receivers; schedules
 	// have catch-up policies of their own and are not fired by it.
 	cfg.schedules = f.schedules && !cfg.backfill()
@@ -146,6 +152,9 @@ func (f *runFlags) checkIgnored() error {
 		if f.httpAddr == "" {
 			return usagef("--admin-token: allows the dashboard's actions, and the dashboard is served only with --http")
 		}
+	}
+	if f.given("horizon-limit") && (f.once || f.until != "") {
+		return usagef("--horizon-limit: names a transaction holding delivery back while \"ticker run\" keeps running, not with --once or --until")
 	}
 	if f.until != "" && f.schedules && f.given("schedules") {
 		return usagef("--schedules: a backfill (--until) re-emits boundaries only; schedules are not fired by it (ticker schedule backfill runs their past slots)")

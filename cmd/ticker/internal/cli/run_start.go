@@ -77,6 +77,7 @@ func (r *runner) open(ctx context.Context) error {
 	if r.out, err = openDelivery(ctx, r.db, r.senders, r.cfg.sinks.retries(), r.clock, r.logger); err != nil {
 		return err
 	}
+	r.out.horizon = newHorizon(r.db, r.cfg.horizonLimit, r.logger)
 	if err := r.metrics.watchRelays(r.tel.meter(), r.out); err != nil {
 		return err
 	}

@@ -22,6 +22,8 @@ type serveConfig struct {
 	token  string
 	hosts  []string // --allowed-host, each possibly comma-separated
 	secure bool     // --secure-cookie
+	// horizonLimit is --horizon-limit (horizon.go).
+	horizonLimit time.Duration
 }
 
 // serveCommand is "ticker serve": the dashboard alone, no ticker. Without
@@ -43,11 +45,15 @@ func serveCommand(env Env) *cobra.Command {
 	var hosts multiFlag
 	fs.Var(&hosts, "allowed-host", "a `host` name the dashboard answers for, beside IP addresses and localhost (repeat it; also $"+allowedHostsEnv+", comma-separated): the name it is reached by, or the Host a proxy forwards; others are refused against DNS rebinding")
 	secure := fs.Bool("secure-cookie", false, "mark the session cookie Secure, behind a proxy that ends TLS (also $"+secureCookieEnv+"=1)")
+	horizonLimit := addHorizonLimit(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		if err := checkHTTPAddr(*addr); err != nil {
 			return err
 		}
-		cfg := serveConfig{addr: *addr, token: adminToken(env, *token), hosts: hosts, secure: *secure}
+		if err := checkHorizonLimit(*horizonLimit); err != nil {
+			return err
+		}
+		cfg := serveConfig{addr: *addr, token: adminToken(env, *token), hosts: hosts, secure: *secure, horizonLimit: *horizonLimit}
 		var err error
 		if cfg.loc, err = tz.location(); err != nil {
 			return err
@@ -91,6 +97,12 @@ func serve(ctx context.Context, env Env, cfg serveConfig) error {
 	if err := watchDatabase(tel.meter(), db, env.clock(), nil); err != nil {
 		return err
 	}
+	// A PostgreSQL transaction holding every relay back, named on
+	// /healthz, in the log and on /metrics here too.
+	horizon := newHorizon(db, cfg.horizonLimit, logger)
+	if err := horizon.register(tel.meter()); err != nil {
+		return err
+	}
 	dash, err := openDashboard(ctx, env, dashboardOf{db: db, clock: env.clock(), loc: cfg.loc, token: cfg.token, logger: logger, out: out}, cfg.options()...)
 	if err != nil {
 		return err
@@ -100,9 +112,12 @@ func serve(ctx context.Context, env Env, cfg serveConfig) error {
 	if err != nil {
 		return fmt.Errorf("--http %s: %w", cfg.addr, err)
 	}
-	srv := serveHTTP(ln, observability(serveHealth(db), tel), dash)
+	srv := serveHTTP(ln, observability(serveHealth(db, horizon), tel), dash)
 	announce(env, ln.Addr(), cfg.token != "")
+	watched := make(chan struct{})
+	go func() { defer close(watched); horizon.watch(ctx, nil) }()
 	<-ctx.Done()
+	<-watched
 	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	return errors.Join(srv.Shutdown(stopCtx), dash.Stop(stopCtx))
