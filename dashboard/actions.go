@@ -2,22 +2,14 @@ package dashboard
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/passage-of-time/passage/orchestration"
-	"github.com/passage-of-time/passage/schedule"
-	"github.com/passage-of-time/passage/todolist"
 )
 
 // Errors an action answers with; each is matched to a status code.
@@ -158,48 +150,6 @@ func (d *Dashboard) readBody(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-// doneQuery is the query that shows done on the page an action returns
-// to, with a MAC under a key of this process: the page shows the messages
-// the server wrote, not a text a link made up.
-func (d *Dashboard) doneQuery(done string) url.Values {
-	return url.Values{"done": {done}, "sig": {d.doneMAC(done)}}
-}
-
-func (d *Dashboard) doneMAC(done string) string {
-	m := hmac.New(sha256.New, d.doneKey)
-	m.Write([]byte(done))
-	return hex.EncodeToString(m.Sum(nil)[:16])
-}
-
-// doneOf is the done message of r, if the server wrote it.
-func (d *Dashboard) doneOf(r *http.Request) string {
-	q := r.URL.Query()
-	done := q.Get("done")
-	if done == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(d.doneMAC(done))) {
-		return ""
-	}
-	return done
-}
-
-func (d *Dashboard) reactivate(r *http.Request) (string, string, int, error) {
-	name, id := r.PathValue("name"), r.PostFormValue("id")
-	back := itemPath("lists", name, "")
-	l, err := todolist.Open(r.Context(), d.db, name)
-	switch {
-	case errors.Is(err, todolist.ErrInvalidName):
-		return "", back, http.StatusNotFound, err
-	case err != nil:
-		return "", back, http.StatusInternalServerError, err
-	}
-	if err := l.Reactivate(r.Context(), id); err != nil {
-		if errors.Is(err, todolist.ErrNotFound) || errors.Is(err, todolist.ErrInvalidID) {
-			return "", back, http.StatusNotFound, err
-		}
-		return "", back, http.StatusInternalServerError, err
-	}
-	return fmt.Sprintf("re-activated %s in %s", id, name), back, 0, nil
-}
-
 // formError is the error of an action whose form a person typed: a
 // browser gets the form's page back with what was typed and the error,
 // not an error page that loses it.
@@ -210,54 +160,6 @@ type formError struct {
 
 func (e *formError) Error() string { return e.err.Error() }
 func (e *formError) Unwrap() error { return e.err }
-
-// refuseTriggers is the handler of the scheduler the dashboard opens when
-// it was given none: nobody would receive a triggered run's command.
-func refuseTriggers(context.Context, *sqlx.Tx, schedule.Run) error {
-	return errors.New("dashboard: this dashboard has no handler for triggered runs (pass WithScheduler)")
-}
-
-func (d *Dashboard) schedules(ctx context.Context) (*schedule.Scheduler, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.scheduler == nil {
-		s, err := schedule.Open(ctx, d.db, refuseTriggers, schedule.WithClock(d.clock))
-		if err != nil {
-			return nil, err
-		}
-		d.scheduler = s
-	}
-	return d.scheduler, nil
-}
-
-func (d *Dashboard) scheduleAction(r *http.Request) (string, string, int, error) {
-	name, verb := r.PathValue("name"), r.PathValue("verb")
-	const back = "/schedules"
-	s, err := d.schedules(r.Context())
-	if err != nil {
-		return "", back, http.StatusInternalServerError, err
-	}
-	switch verb {
-	case "pause":
-		err = s.Pause(r.Context(), name)
-	case "resume":
-		err = s.Resume(r.Context(), name)
-	case "trigger":
-		var run schedule.Run
-		if run, err = s.Trigger(r.Context(), name); err == nil {
-			return fmt.Sprintf("triggered %s: run %s%s", name, run.RunID, d.triggerNote), back, 0, nil
-		}
-	default:
-		return "", back, http.StatusNotFound, fmt.Errorf("no schedule action %q: want pause, resume or trigger", verb)
-	}
-	if errors.Is(err, schedule.ErrUnknownSchedule) {
-		return "", back, http.StatusNotFound, err
-	}
-	if err != nil {
-		return "", back, http.StatusInternalServerError, err
-	}
-	return map[string]string{"pause": "paused ", "resume": "resumed "}[verb] + name, back, 0, nil
-}
 
 func (d *Dashboard) engineFor(ctx context.Context) (*orchestration.Engine, error) {
 	d.mu.Lock()
