@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -26,56 +24,6 @@ func get(t *testing.T, u string, into any) int {
 		require.NoError(t, json.Unmarshal(body, into), string(body))
 	}
 	return res.StatusCode
-}
-
-func TestAPIStatusIsReadStatus(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, newSQLite(t))
-	srv := f.serve(t)
-	var got dashboard.Status
-	require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/status", &got))
-	want, err := dashboard.ReadStatus(context.Background(), f.db.DB, f.clock.Now(), time.UTC)
-	require.NoError(t, err)
-	wantJSON, _ := json.Marshal(want)
-	gotJSON, _ := json.Marshal(got)
-	require.JSONEq(t, string(wantJSON), string(gotJSON))
-	require.Equal(t, "replica-a", got.Lease.Holder)
-	require.EqualValues(t, 3, got.Lease.Term)
-}
-
-func TestAPIPagesAListByKeyset(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, newSQLite(t))
-	srv := f.serve(t)
-	var seen []string
-	next := ""
-	for {
-		var page struct {
-			Items []struct{ ID string } `json:"items"`
-			Next  string                `json:"next"`
-		}
-		require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/lists/pending-orders/items?limit=7&after="+url.QueryEscape(next), &page))
-		for _, it := range page.Items {
-			seen = append(seen, it.ID)
-		}
-		if next = page.Next; next == "" {
-			break
-		}
-	}
-	require.Len(t, seen, 40) // the parked one is on its own page
-	require.Equal(t, "order-000", seen[0])
-	require.Equal(t, "order-039", seen[39])
-
-	var parked struct {
-		Items []struct {
-			ID        string `json:"id"`
-			LastError string `json:"last_error"`
-		} `json:"items"`
-	}
-	require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/lists/pending-orders/items?parked=1", &parked))
-	require.Len(t, parked.Items, 1)
-	require.Equal(t, "order-broken", parked.Items[0].ID)
-	require.Contains(t, parked.Items[0].LastError, "502 Bad Gateway")
 }
 
 func TestAPIBadInputIsNamed(t *testing.T) {

@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -233,77 +232,6 @@ func TestBrowserActionsWithTheToken(t *testing.T) {
 	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), "cancel requested")
 }
 
-func TestBrowserPagesRefreshThemselves(t *testing.T) {
-	ctx := browser(t)
-	f := newFixture(t, newSQLite(t))
-	srv := f.serve(t, dashboard.WithRefresh(time.Second))
-	require.Equal(t, "40", text(t, ctx, srv.URL+"/lists/pending-orders", "#pending"))
-	require.NoError(t, f.orders.Add(context.Background(), "order-new", start.Add(time.Hour)))
-	// The page reloads itself: wait for the new count, no reload asked.
-	until(t, ctx, `document.readyState === "complete" && document.querySelector("#pending").textContent === "41"`)
-}
-
-// Issue 33 point 5: a filtered page never reloaded itself, its search
-// box filled from the URL counting as something typed. It reloads as
-// the others do.
-func TestBrowserAFilteredPageRefreshesItself(t *testing.T) {
-	ctx := browser(t)
-	f := newFixture(t, newSQLite(t))
-	srv := f.serve(t, dashboard.WithRefresh(time.Second))
-	cell := `document.querySelector('[id="list-pending-orders"] td.num')`
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/lists?q=pending&sort=pending"), chromedp.WaitVisible(chromedp.CSS("#lists"))))
-	filled, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#filter input[name=q]').value`))
-	require.NoError(t, err)
-	require.Equal(t, "pending", filled)
-	until(t, ctx, cell+`.textContent === "40"`)
-	require.NoError(t, f.orders.Add(context.Background(), "order-new", start.Add(time.Hour)))
-	// The page reloads itself: wait for the new count, no reload asked.
-	until(t, ctx, `document.readyState === "complete" && `+cell+` !== null && `+cell+`.textContent === "41"`)
-}
-
-// TestBrowserMillionItems pages a list of a million pending items in the
-// browser and reports how long a page takes to load. PASSAGE_DASHBOARD_ITEMS
-// sets another size.
-func TestBrowserMillionItems(t *testing.T) {
-	ctx := browser(t)
-	n := 1_000_000
-	if s := os.Getenv("PASSAGE_DASHBOARD_ITEMS"); s != "" {
-		_, err := fmt.Sscan(s, &n)
-		require.NoError(t, err)
-	}
-	db := newSQLite(t)
-	f := &fixture{db: db}
-	fillList(t, db.DB, "big", n)
-	srv := f.serveAt(t, start)
-
-	var (
-		first, next string
-		loaded      float64
-	)
-	for i := range 3 {
-		url := srv.URL + "/lists/big"
-		if next != "" {
-			url += "?after=" + next
-		}
-		begin := time.Now()
-		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#items"))))
-		elapsed := time.Since(begin)
-		var err error
-		loaded, err = chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.getEntriesByType("navigation")[0].loadEventEnd`))
-		require.NoError(t, err)
-		first, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#items tbody tr:first-child td.id")))
-		require.NoError(t, err)
-		href, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#next"), "href"))
-		require.NoError(t, err)
-		next = href.Value
-		t.Logf("page %d of a %d-item list: loaded in %.0f ms (navigation timing), %s until visible; first item %s", i+1, n, loaded, elapsed.Round(time.Millisecond), first)
-		require.Equal(t, fmt.Sprintf("item-%07d", i*50), first)
-		next = next[strings.Index(next, "after=")+len("after="):]
-	}
-	require.Contains(t, text(t, ctx, srv.URL+"/lists/big", "#pending"), thousands(n))
-	shoot(t, ctx, "list-million")
-}
-
 // A signal the server refuses (its payload is not JSON) comes back on
 // the instance's page with the name and payload as they were typed and
 // the error beside them: it showed an error page, and what was typed was
@@ -340,58 +268,6 @@ func confirmFirst(t *testing.T, ctx context.Context, action chromedp.Action[chro
 	asks, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#confirm") !== null`))
 	require.NoError(t, err)
 	require.True(t, asks, "the button did not ask first")
-}
-
-// Trigger and cancel ask first: their buttons open a page that asks (the
-// pages allow no inline script, so no confirm() dialog), and only its own
-// button posts. Going back from it does nothing.
-func TestBrowserTriggerAndCancelAskFirst(t *testing.T) {
-	ctx := browser(t)
-	f := newFixture(t, newSQLite(t))
-	srv := f.serve(t, dashboard.WithAdminToken(testToken), dashboard.WithRefresh(0))
-	login(t, ctx, srv.URL+"/schedules", testToken)
-	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#logout"))))
-	runs := func() string {
-		_, page := getPage(t, srv.URL+"/api/schedules/weekly-report/runs")
-		return page
-	}
-	before := runs()
-
-	// Asked, not answered: nothing triggered.
-	confirmFirst(t, ctx, chromedp.Click(chromedp.CSS(`#schedule-weekly-report button.trigger`)))
-	question, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#question")))
-	require.NoError(t, err)
-	require.Contains(t, question, "weekly-report")
-	require.Len(t, f.triggered, 1, "the trigger button triggered without asking")
-	require.Equal(t, before, runs())
-	shoot(t, ctx, "confirm-trigger")
-	_, err = chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS("#back")))
-	require.NoError(t, err)
-	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#schedule-weekly-report"))))
-	require.Len(t, f.triggered, 1, "going back triggered")
-	require.Equal(t, before, runs())
-	// Answered: triggered once.
-	confirmFirst(t, ctx, chromedp.Click(chromedp.CSS(`#schedule-weekly-report button.trigger`)))
-	submit(t, ctx, chromedp.Click(chromedp.CSS(`#confirm button`)))
-	require.Len(t, f.triggered, 2)
-
-	// The same for cancelling a workflow instance.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/workflows/order-1"), chromedp.WaitVisible(chromedp.CSS("#cancel"))))
-	confirmFirst(t, ctx, chromedp.Click(chromedp.CSS(`#cancel button`)))
-	require.NotContains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), "cancel requested", "the cancel button cancelled without asking")
-	confirmFirst(t, ctx, chromedp.Click(chromedp.CSS(`#cancel button`)))
-	_, err = chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS("#back")))
-	require.NoError(t, err)
-	require.NotContains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), "cancel requested", "going back cancelled")
-	confirmFirst(t, ctx, chromedp.Click(chromedp.CSS(`#cancel button`)))
-	submit(t, ctx, chromedp.Click(chromedp.CSS(`#confirm button`)))
-	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), "cancel requested")
-
-	// A finished instance or an unknown schedule is not asked about.
-	code, _ := getPage(t, srv.URL+"/workflows/order-2/cancel")
-	require.Equal(t, http.StatusConflict, code)
-	code, _ = getPage(t, srv.URL+"/schedules/nope/trigger")
-	require.Equal(t, http.StatusNotFound, code)
 }
 
 // rlo is a name with a right-to-left override in it: shown as typed, it

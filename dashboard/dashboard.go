@@ -202,6 +202,10 @@ func WithBasePath(path string) Option {
 	}
 }
 
+// defaultRequestTimeout bounds the database work of a request (see
+// WithRequestTimeout).
+const defaultRequestTimeout = 10 * time.Second
+
 // WithRequestTimeout bounds the database work of each request (default
 // 10s): a request still waiting for a pooled connection, or for an
 // answer, when it passes gives up and is answered 503 with Retry-After,

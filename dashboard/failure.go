@@ -8,63 +8,18 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// defaultRequestTimeout bounds the database work of a request (see
-// WithRequestTimeout).
-const defaultRequestTimeout = 10 * time.Second
+// A server error (a 5xx) shows no detail: its text may hold SQL or a
+// connection string, so it goes to the log under a short random
+// reference, and the answer (fail, in render.go) or the summary says what
+// happened in general and gives the reference.
 
 // retryAfter is what a 503 tells a client to wait before trying again.
 const retryAfter = 5 * time.Second
-
-// fail answers an error: JSON under /api/ and to bearer tokens, text to
-// other programs; for browsers (Accept: text/html), the page shell with
-// its navigation and the error. A server error (5xx) shows no detail:
-// its text may hold SQL or a connection string, so it goes to the log
-// under a reference, and the answer says what happened in general and
-// gives the reference. It is a 503 with Retry-After when the database
-// could not be had in time (see unavailable), a 500 otherwise. No error
-// page reloads itself: reloading a failing page every few seconds only
-// logged the failure again.
-func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
-	ref := ""
-	if code >= 500 {
-		code, ref, err = d.hide(r, code, err)
-		if code == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter.Seconds())))
-		}
-	}
-	if isAPI(r) {
-		body := map[string]string{"error": err.Error()}
-		if ref != "" {
-			body["reference"] = ref
-		}
-		writeJSON(w, code, body)
-		return
-	}
-	if !strings.Contains(r.Header.Get("Accept"), "text/html") {
-		http.Error(w, err.Error(), code) // a program: the text alone
-		return
-	}
-	v := d.viewOf(r, "error", http.StatusText(code), errorData{Code: code, Message: err.Error(), Retry: code >= 500,
-		Reference: ref})
-	v.Refresh = 0
-	d.write(w, code, "error", v)
-}
-
-// errorData is the error page's.
-type errorData struct {
-	Code    int
-	Message string
-	// Retry says trying again may help (a server error); Reference is
-	// the one its log line has.
-	Retry     bool
-	Reference string
-}
 
 // hide logs a server error under a new reference and returns the status
 // to answer, the reference and the error to show in its place.

@@ -155,3 +155,13 @@ func newSQLite(t testing.TB) *sqldb.DB {
 	db, _ := sqldbtest.SQLite(t)
 	return db
 }
+
+// serveAt serves a read-only dashboard of f's database at the instant now.
+func (f *fixture) serveAt(t testing.TB, now time.Time) *httptest.Server {
+	d, err := dashboard.New(f.db.DB, dashboard.WithClock(clockwork.NewFakeClockAt(now)), dashboard.WithRefresh(0),
+		dashboard.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	require.NoError(t, err)
+	srv := httptest.NewServer(d)
+	t.Cleanup(srv.Close)
+	return srv
+}

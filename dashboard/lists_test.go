@@ -5,13 +5,18 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"io"
 	"net/http"
+	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/internal/sqldbtest"
@@ -145,4 +150,178 @@ func pageQuery(n int) string {
 		return "/lists?q=LIST&sort=pending"
 	}
 	return fmt.Sprintf("/lists?page=%d&q=LIST&sort=pending", n)
+}
+
+func TestAPIPagesAListByKeyset(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t)
+	var seen []string
+	next := ""
+	for {
+		var page struct {
+			Items []struct{ ID string } `json:"items"`
+			Next  string                `json:"next"`
+		}
+		require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/lists/pending-orders/items?limit=7&after="+url.QueryEscape(next), &page))
+		for _, it := range page.Items {
+			seen = append(seen, it.ID)
+		}
+		if next = page.Next; next == "" {
+			break
+		}
+	}
+	require.Len(t, seen, 40) // the parked one is on its own page
+	require.Equal(t, "order-000", seen[0])
+	require.Equal(t, "order-039", seen[39])
+
+	var parked struct {
+		Items []struct {
+			ID        string `json:"id"`
+			LastError string `json:"last_error"`
+		} `json:"items"`
+	}
+	require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/lists/pending-orders/items?parked=1", &parked))
+	require.Len(t, parked.Items, 1)
+	require.Equal(t, "order-broken", parked.Items[0].ID)
+	require.Contains(t, parked.Items[0].LastError, "502 Bad Gateway")
+}
+
+// The lists page filters (?q=, ?only=) and sorts (?sort=) its lists.
+func TestTheListsPageFiltersAndSorts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	srv := f.serveAt(t, start)
+	rows := regexp.MustCompile(`<tr id="list-([^"]+)"`)
+	lists := func(query string) []string {
+		code, body := getPage(t, srv.URL+"/lists"+query)
+		require.Equal(t, http.StatusOK, code, query)
+		var out []string
+		for _, m := range rows.FindAllStringSubmatch(body, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	require.Equal(t, []string{"passage-schedules", "passage-workflows", "pending-orders"}, lists(""))
+	require.Equal(t, []string{"pending-orders"}, lists("?only=parked"))
+	require.Equal(t, []string{"pending-orders", "passage-schedules", "passage-workflows"}, lists("?sort=pending"))
+	require.Equal(t, []string{"passage-schedules", "passage-workflows"}, lists("?q=PASSAGE"))
+	code, _ := getPage(t, srv.URL+"/lists?sort=sideways")
+	require.Equal(t, http.StatusBadRequest, code)
+	code, _ = getPage(t, srv.URL+"/lists?only=sideways")
+	require.Equal(t, http.StatusBadRequest, code)
+}
+
+// A list's page charts its due items by how long they have been due:
+// the fixture's four due items are 0, 37, 74 and 111 minutes late.
+func TestTheListPageChartsHowLateItsDueItemsAre(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	code, body := getPage(t, f.serveAt(t, start).URL+"/lists/pending-orders")
+	require.Equal(t, http.StatusOK, code)
+	for _, bar := range []string{"&lt; 1 min: 1", "1–5 min: 0", "5–15 min: 0", "15 min–1 h: 1", "1–6 h: 2", "6–24 h: 0", "&gt; 1 d: 0"} {
+		require.Contains(t, body, "<title>"+bar+"</title>")
+	}
+}
+
+// TestBrowserMillionItems pages a list of a million pending items in the
+// browser and reports how long a page takes to load. PASSAGE_DASHBOARD_ITEMS
+// sets another size.
+func TestBrowserMillionItems(t *testing.T) {
+	ctx := browser(t)
+	n := 1_000_000
+	if s := os.Getenv("PASSAGE_DASHBOARD_ITEMS"); s != "" {
+		_, err := fmt.Sscan(s, &n)
+		require.NoError(t, err)
+	}
+	db := newSQLite(t)
+	f := &fixture{db: db}
+	fillList(t, db.DB, "big", n)
+	srv := f.serveAt(t, start)
+
+	var (
+		first, next string
+		loaded      float64
+	)
+	for i := range 3 {
+		url := srv.URL + "/lists/big"
+		if next != "" {
+			url += "?after=" + next
+		}
+		begin := time.Now()
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#items"))))
+		elapsed := time.Since(begin)
+		var err error
+		loaded, err = chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.getEntriesByType("navigation")[0].loadEventEnd`))
+		require.NoError(t, err)
+		first, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#items tbody tr:first-child td.id")))
+		require.NoError(t, err)
+		href, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#next"), "href"))
+		require.NoError(t, err)
+		next = href.Value
+		t.Logf("page %d of a %d-item list: loaded in %.0f ms (navigation timing), %s until visible; first item %s", i+1, n, loaded, elapsed.Round(time.Millisecond), first)
+		require.Equal(t, fmt.Sprintf("item-%07d", i*50), first)
+		next = next[strings.Index(next, "after=")+len("after="):]
+	}
+	require.Contains(t, text(t, ctx, srv.URL+"/lists/big", "#pending"), thousands(n))
+	shoot(t, ctx, "list-million")
+}
+
+// fillList adds n items to list, one every 2 seconds from an hour before
+// start on, with AddMany.
+func fillList(t testing.TB, db *sqlx.DB, list string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := todolist.Open(ctx, db, list)
+	require.NoError(t, err)
+	const chunk = 100_000
+	items := make([]todolist.NewItem, 0, chunk)
+	for i := range n {
+		items = append(items, todolist.NewItem{ID: fmt.Sprintf("item-%07d", i), Due: start.Add(-time.Hour + time.Duration(i)*2*time.Second)})
+		if len(items) == chunk || i == n-1 {
+			require.NoError(t, l.AddMany(ctx, items))
+			items = items[:0]
+		}
+	}
+}
+
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	out := ""
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out += ","
+		}
+		out += string(s[i])
+	}
+	return out
+}
+
+// BenchmarkMillionItemPage serves a page of a list of a million pending
+// items (PASSAGE_DASHBOARD_ITEMS sets another size): the server's side of
+// what TestBrowserMillionItems measures in the browser.
+func BenchmarkMillionItemPage(b *testing.B) {
+	n := 1_000_000
+	if s := os.Getenv("PASSAGE_DASHBOARD_ITEMS"); s != "" {
+		_, err := fmt.Sscan(s, &n)
+		require.NoError(b, err)
+	}
+	db := newSQLite(b)
+	f := &fixture{db: db}
+	fillList(b, db.DB, "big", n)
+	srv := f.serveAt(b, start)
+	for _, page := range []struct{ name, query string }{
+		{"first", ""},
+		{"middle", "?after=" + todolist.Cursor{At: start.Add(time.Duration(n) * time.Second), ID: "item"}.String()},
+	} {
+		b.Run(page.name, func(b *testing.B) {
+			for b.Loop() {
+				res, err := http.Get(srv.URL + "/lists/big" + page.query)
+				require.NoError(b, err)
+				_, _ = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				require.Equal(b, http.StatusOK, res.StatusCode)
+			}
+		})
+	}
 }

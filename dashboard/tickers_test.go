@@ -1,11 +1,14 @@
 package dashboard_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -45,3 +48,18 @@ func TestTheTickersPageShowsTheRunningTickersCounts(t *testing.T) {
 }
 
 func sprintf(format, s string) string { return regexp.QuoteMeta(fmt.Sprintf(format, s)) }
+
+func TestAPIStatusIsReadStatus(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t)
+	var got dashboard.Status
+	require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/status", &got))
+	want, err := dashboard.ReadStatus(context.Background(), f.db.DB, f.clock.Now(), time.UTC)
+	require.NoError(t, err)
+	wantJSON, _ := json.Marshal(want)
+	gotJSON, _ := json.Marshal(got)
+	require.JSONEq(t, string(wantJSON), string(gotJSON))
+	require.Equal(t, "replica-a", got.Lease.Holder)
+	require.EqualValues(t, 3, got.Lease.Term)
+}
