@@ -9,10 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/passage-of-time/passage/orchestration"
-	"github.com/passage-of-time/passage/schedule"
 )
 
 // Errors an action answers with; each is matched to a status code.
@@ -163,54 +160,6 @@ type formError struct {
 
 func (e *formError) Error() string { return e.err.Error() }
 func (e *formError) Unwrap() error { return e.err }
-
-// refuseTriggers is the handler of the scheduler the dashboard opens when
-// it was given none: nobody would receive a triggered run's command.
-func refuseTriggers(context.Context, *sqlx.Tx, schedule.Run) error {
-	return errors.New("dashboard: this dashboard has no handler for triggered runs (pass WithScheduler)")
-}
-
-func (d *Dashboard) schedules(ctx context.Context) (*schedule.Scheduler, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.scheduler == nil {
-		s, err := schedule.Open(ctx, d.db, refuseTriggers, schedule.WithClock(d.clock))
-		if err != nil {
-			return nil, err
-		}
-		d.scheduler = s
-	}
-	return d.scheduler, nil
-}
-
-func (d *Dashboard) scheduleAction(r *http.Request) (string, string, int, error) {
-	name, verb := r.PathValue("name"), r.PathValue("verb")
-	const back = "/schedules"
-	s, err := d.schedules(r.Context())
-	if err != nil {
-		return "", back, http.StatusInternalServerError, err
-	}
-	switch verb {
-	case "pause":
-		err = s.Pause(r.Context(), name)
-	case "resume":
-		err = s.Resume(r.Context(), name)
-	case "trigger":
-		var run schedule.Run
-		if run, err = s.Trigger(r.Context(), name); err == nil {
-			return fmt.Sprintf("triggered %s: run %s%s", name, run.RunID, d.triggerNote), back, 0, nil
-		}
-	default:
-		return "", back, http.StatusNotFound, fmt.Errorf("no schedule action %q: want pause, resume or trigger", verb)
-	}
-	if errors.Is(err, schedule.ErrUnknownSchedule) {
-		return "", back, http.StatusNotFound, err
-	}
-	if err != nil {
-		return "", back, http.StatusInternalServerError, err
-	}
-	return map[string]string{"pause": "paused ", "resume": "resumed "}[verb] + name, back, 0, nil
-}
 
 func (d *Dashboard) engineFor(ctx context.Context) (*orchestration.Engine, error) {
 	d.mu.Lock()
