@@ -1,15 +1,11 @@
 package dashboard
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/passage-of-time/passage/orchestration"
 )
 
 // Errors an action answers with; each is matched to a status code.
@@ -160,87 +156,3 @@ type formError struct {
 
 func (e *formError) Error() string { return e.err.Error() }
 func (e *formError) Unwrap() error { return e.err }
-
-func (d *Dashboard) engineFor(ctx context.Context) (*orchestration.Engine, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.engine == nil {
-		e, err := orchestration.New(ctx, d.db, orchestration.WithClock(d.clock))
-		if err != nil {
-			return nil, err
-		}
-		d.engine = e
-	}
-	return d.engine, nil
-}
-
-func (d *Dashboard) workflowAction(r *http.Request) (string, string, int, error) {
-	id, verb := r.PathValue("id"), r.PathValue("verb")
-	back := itemPath("workflows", id, "")
-	history, err := orchestration.ReadHistory(r.Context(), d.db, id)
-	switch {
-	case errors.Is(err, orchestration.ErrInvalidArgument) || err == nil && len(history) == 0:
-		return "", back, http.StatusNotFound, fmt.Errorf("no workflow instance %q", id)
-	case err != nil:
-		return "", back, http.StatusInternalServerError, err
-	}
-	if st := orchestration.StatusOf(id, history); st.State != orchestration.Running {
-		// The engine refuses it too (orchestration.ErrFinished); asking
-		// first names the state without opening the engine.
-		return "", back, http.StatusConflict, fmt.Errorf("%s is %s: nothing would %s it", id, st.State, verb)
-	}
-	e, err := d.engineFor(r.Context())
-	if err != nil {
-		return "", back, http.StatusInternalServerError, err
-	}
-	switch verb {
-	case "signal":
-		typed := func(err error) error { return &formError{err: err, refill: d.signalForm} }
-		name := strings.TrimSpace(r.PostFormValue("name"))
-		if name == "" {
-			return "", back, http.StatusBadRequest, typed(errors.New("signal: the signal's name is empty"))
-		}
-		var payload any
-		if p := strings.TrimSpace(r.PostFormValue("payload")); p != "" {
-			if !json.Valid([]byte(p)) {
-				return "", back, http.StatusBadRequest, typed(fmt.Errorf("signal %q: payload %q is not JSON", name, p))
-			}
-			payload = json.RawMessage(p)
-		}
-		if err := e.Signal(r.Context(), id, name, payload); err != nil {
-			return "", back, statusOf(err), typed(err)
-		}
-		return fmt.Sprintf("signalled %s to %s", name, id), back, 0, nil
-	case "cancel":
-		if err := e.Cancel(r.Context(), id); err != nil {
-			return "", back, statusOf(err), err
-		}
-		return "cancel requested for " + id, back, 0, nil
-	}
-	return "", back, http.StatusNotFound, fmt.Errorf("no workflow action %q: want signal or cancel", verb)
-}
-
-// statusOf is the HTTP status of a failed signal or cancel: an instance
-// that ended after the page's check is a conflict, not a server error.
-func statusOf(err error) int {
-	if errors.Is(err, orchestration.ErrFinished) {
-		return http.StatusConflict
-	}
-	return http.StatusInternalServerError
-}
-
-// signalForm answers a signal that failed with the instance's page, its
-// form holding the name and payload as they were typed and the error
-// beside them.
-func (d *Dashboard) signalForm(w http.ResponseWriter, r *http.Request, code int, failed error) {
-	v, c, err := d.readWorkflow(r)
-	if err != nil {
-		d.fail(w, r, c, err)
-		return
-	}
-	page := d.viewOf(r, "workflow", v.Instance.ID, workflowData{workflowView: v,
-		Signal: signalData{Name: r.PostFormValue("name"), Payload: r.PostFormValue("payload"), Error: failed.Error()}})
-	page.Path = itemPath("workflows", v.Instance.ID, "")
-	page.Refresh = 0 // reloading would send the form again
-	d.write(w, code, "workflow", page)
-}

@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"context"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -230,33 +229,6 @@ func TestBrowserActionsWithTheToken(t *testing.T) {
 	confirmFirst(t, ctx, chromedp.Click(chromedp.CSS(`#cancel button`)))
 	submit(t, ctx, chromedp.Click(chromedp.CSS(`#confirm button`)))
 	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), "cancel requested")
-}
-
-// A signal the server refuses (its payload is not JSON) comes back on
-// the instance's page with the name and payload as they were typed and
-// the error beside them: it showed an error page, and what was typed was
-// lost.
-func TestBrowserASignalsErrorKeepsWhatWasTyped(t *testing.T) {
-	ctx := browser(t)
-	f := newFixture(t, newSQLite(t))
-	srv := f.serve(t, dashboard.WithAdminToken(testToken), dashboard.WithRefresh(0))
-	login(t, ctx, srv.URL+"/workflows/order-1", testToken)
-	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#signal")),
-		chromedp.SendKeys(chromedp.CSS(`#signal input[name=name]`), "paid"),
-		chromedp.SendKeys(chromedp.CSS(`#signal input[name=payload]`), `{"amount": 12,}`)))
-	res, err := chromedp.RunResponse(ctx, chromedp.Submit(chromedp.CSS(`#signal`)))
-	require.NoError(t, err)
-	require.Equal(t, int64(http.StatusBadRequest), res.Status)
-	form, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[document.querySelector("#signal input[name=name]")?.value,
-		document.querySelector("#signal input[name=payload]")?.value, document.querySelector("#signal-error")?.textContent]`))
-	require.NoError(t, err)
-	require.Equal(t, []string{"paid", `{"amount": 12,}`, `signal "paid": payload "{\"amount\": 12,}" is not JSON`}, form)
-	shoot(t, ctx, "workflow-signal-error")
-
-	// Corrected, the same form sends it.
-	require.NoError(t, chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`#signal input[name=payload]`), `{"amount": 12}`)))
-	submit(t, ctx, chromedp.Submit(chromedp.CSS(`#signal`)))
-	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), `signal paid received: {"amount":12}`)
 }
 
 // confirmFirst runs action, a click on a button that cannot be undone,

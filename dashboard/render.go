@@ -127,6 +127,12 @@ type errorData struct {
 	Reference string
 }
 
+// The JSON API answers under /api/ with what the pages show, read by the
+// same functions from the same parameters; see the package documentation
+// for the list. Errors are {"error": "..."} with a 400 (bad input), 404 (no
+// such list, schedule or instance), or a 500 or 503 with the "reference"
+// of the log line that has the details (failure.go).
+
 // isAPI reports whether r is answered in JSON: a path under /api/, or a
 // bearer token (a program).
 func isAPI(r *http.Request) bool {

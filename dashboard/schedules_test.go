@@ -109,32 +109,6 @@ func TestTheSchedulesPagePagesFiltersAndSorts(t *testing.T) {
 	}
 }
 
-// The workflows page keeps the instances whose ID starts with ?q=, in
-// the state asked for.
-func TestTheWorkflowsPageFiltersByIDAndState(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, newSQLite(t))
-	srv := f.serve(t)
-	ids := func(query string) []string {
-		var v struct {
-			Instances []struct{ ID string } `json:"instances"`
-		}
-		require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/workflows"+query, &v), query)
-		var out []string
-		for _, i := range v.Instances {
-			out = append(out, i.ID)
-		}
-		return out
-	}
-	require.Equal(t, []string{"order-1", "order-2"}, ids(""))
-	require.Equal(t, []string{"order-2"}, ids("?q=order-2"))
-	require.Equal(t, []string{"order-1"}, ids("?q=order&state=running"))
-	require.Empty(t, ids("?q=ORDER"))
-	code, body := getPage(t, srv.URL+"/workflows?q=order-1")
-	require.Equal(t, http.StatusOK, code)
-	require.Contains(t, body, `value="order-1"`)
-}
-
 // seedSchedules stores n schedules named sched-0000001…, each every
 // 15 minutes with its next slot's to-do item, three runs, and one in
 // eleven paused, one in seven overdue by 40 minutes at start, one in

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/passage-of-time/passage/dashboard"
 	"github.com/passage-of-time/passage/internal/sqldbtest"
 	"github.com/passage-of-time/passage/orchestration"
 )
@@ -96,4 +98,57 @@ func TestTheWorkflowsStateTabsKeepTheSort(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `<a href="/workflows?sort=state" class="here">all</a>`)
 	require.Contains(t, body, `<a href="/workflows?state=stuck&amp;sort=state" >`)
+}
+
+// The workflows page keeps the instances whose ID starts with ?q=, in
+// the state asked for.
+func TestTheWorkflowsPageFiltersByIDAndState(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t)
+	ids := func(query string) []string {
+		var v struct {
+			Instances []struct{ ID string } `json:"instances"`
+		}
+		require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/workflows"+query, &v), query)
+		var out []string
+		for _, i := range v.Instances {
+			out = append(out, i.ID)
+		}
+		return out
+	}
+	require.Equal(t, []string{"order-1", "order-2"}, ids(""))
+	require.Equal(t, []string{"order-2"}, ids("?q=order-2"))
+	require.Equal(t, []string{"order-1"}, ids("?q=order&state=running"))
+	require.Empty(t, ids("?q=ORDER"))
+	code, body := getPage(t, srv.URL+"/workflows?q=order-1")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `value="order-1"`)
+}
+
+// A signal the server refuses (its payload is not JSON) comes back on
+// the instance's page with the name and payload as they were typed and
+// the error beside them: it showed an error page, and what was typed was
+// lost.
+func TestBrowserASignalsErrorKeepsWhatWasTyped(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t, dashboard.WithAdminToken(testToken), dashboard.WithRefresh(0))
+	login(t, ctx, srv.URL+"/workflows/order-1", testToken)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#signal")),
+		chromedp.SendKeys(chromedp.CSS(`#signal input[name=name]`), "paid"),
+		chromedp.SendKeys(chromedp.CSS(`#signal input[name=payload]`), `{"amount": 12,}`)))
+	res, err := chromedp.RunResponse(ctx, chromedp.Submit(chromedp.CSS(`#signal`)))
+	require.NoError(t, err)
+	require.Equal(t, int64(http.StatusBadRequest), res.Status)
+	form, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[document.querySelector("#signal input[name=name]")?.value,
+		document.querySelector("#signal input[name=payload]")?.value, document.querySelector("#signal-error")?.textContent]`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"paid", `{"amount": 12,}`, `signal "paid": payload "{\"amount\": 12,}" is not JSON`}, form)
+	shoot(t, ctx, "workflow-signal-error")
+
+	// Corrected, the same form sends it.
+	require.NoError(t, chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`#signal input[name=payload]`), `{"amount": 12}`)))
+	submit(t, ctx, chromedp.Submit(chromedp.CSS(`#signal`)))
+	require.Contains(t, text(t, ctx, srv.URL+"/workflows/order-1", "#timeline"), `signal paid received: {"amount":12}`)
 }
