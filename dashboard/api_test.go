@@ -13,19 +13,6 @@ import (
 	"github.com/passage-of-time/passage/dashboard"
 )
 
-func get(t *testing.T, u string, into any) int {
-	t.Helper()
-	res, err := http.Get(u)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	if into != nil && res.StatusCode == http.StatusOK {
-		require.NoError(t, json.Unmarshal(body, into), string(body))
-	}
-	return res.StatusCode
-}
-
 func TestAPIBadInputIsNamed(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, newSQLite(t))

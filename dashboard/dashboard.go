@@ -359,45 +359,6 @@ func (d *Dashboard) sample(ctx context.Context) {
 	d.lag.add(lagOf(st))
 }
 
-// sessionCookie names the admin session cookie.
-const sessionCookie = "passage_admin"
-
-// auth is what a request proved about the admin token.
-type auth int
-
-const (
-	authNone    auth = iota // no token presented, or no session
-	authAdmin               // the token, or a live session
-	authWrong               // a wrong bearer token
-	authLimited             // a bearer token from a client out of attempts: not checked
-)
-
-// authenticate reads a bearer token (API clients) or the session cookie
-// (browsers, set by /login). A bearer token is an attempt at the token,
-// limited per client like a login.
-func (d *Dashboard) authenticate(r *http.Request) auth {
-	if d.token == "" {
-		return authNone
-	}
-	if h := r.Header.Get("Authorization"); h != "" {
-		if !d.mayAttempt(r) {
-			return authLimited
-		}
-		if bearer, ok := strings.CutPrefix(h, "Bearer "); ok && d.tokenIs(bearer) {
-			return authAdmin
-		}
-		d.wrongAttempt(r)
-		return authWrong
-	}
-	if c, err := r.Cookie(sessionCookie); err == nil && d.sessions.valid(c.Value, d.clock.Now()) {
-		return authAdmin
-	}
-	return authNone
-}
-
-// admin reports whether r proves it knows the token.
-func (d *Dashboard) admin(r *http.Request) bool { return d.authenticate(r) == authAdmin }
-
 func assets() fs.FS {
 	sub, err := fs.Sub(files, "assets")
 	if err != nil {

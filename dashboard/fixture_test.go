@@ -1,12 +1,18 @@
 package dashboard_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,3 +171,78 @@ func (f *fixture) serveAt(t testing.TB, now time.Time) *httptest.Server {
 	t.Cleanup(srv.Close)
 	return srv
 }
+
+// syncBuffer is a log destination the handler and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// post sends form to u with header h and returns the response, its body read.
+func post(t *testing.T, u string, form url.Values, h http.Header) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	res, err := noRedirects.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res, string(body)
+}
+
+func sessionOf(t *testing.T, res *http.Response) *http.Cookie {
+	t.Helper()
+	for _, c := range res.Cookies() {
+		if c.Name == "passage_admin" {
+			return c
+		}
+	}
+	t.Fatalf("no session cookie in %v", res.Header)
+	return nil
+}
+
+// withCookie is a header carrying c.
+func withCookie(c *http.Cookie) http.Header { return http.Header{"Cookie": {c.Name + "=" + c.Value}} }
+
+func get(t *testing.T, u string, into any) int {
+	t.Helper()
+	res, err := http.Get(u)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	if into != nil && res.StatusCode == http.StatusOK {
+		require.NoError(t, json.Unmarshal(body, into), string(body))
+	}
+	return res.StatusCode
+}
+
+func getPage(t *testing.T, u string) (int, string) {
+	t.Helper()
+	res, err := http.Get(u)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res.StatusCode, string(body)
+}
+
+// noRedirects is a client that shows redirects instead of following them.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

@@ -1,7 +1,6 @@
 package dashboard_test
 
 import (
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -38,14 +37,4 @@ func TestPageViewsDoNotSampleTheLag(t *testing.T) {
 	var lag []dashboard.LagSample
 	require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/lag", &lag))
 	require.Empty(t, lag, "no Start, no samples, however many views")
-}
-
-func getPage(t *testing.T, u string) (int, string) {
-	t.Helper()
-	res, err := http.Get(u)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return res.StatusCode, string(body)
 }

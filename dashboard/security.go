@@ -1,15 +1,12 @@
 package dashboard
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -22,10 +19,10 @@ import (
 //     this server, to read the pages through an operator's browser; such
 //     requests are answered 421 before anything is read.
 //   - A browser session is a random id the dashboard keeps in memory with
-//     its expiry; logging out forgets it.
+//     its expiry; logging out forgets it (sessions.go).
 //   - Attempts at the token (login forms, bearer headers) are limited per
 //     client address, and refusals are logged at most once a minute per
-//     client with the number left unlogged.
+//     client with the number left unlogged (guards.go).
 
 // WithAllowedHosts adds host names the dashboard answers for, beside the
 // ones it always answers for: IP addresses, "localhost" and names below
@@ -109,129 +106,6 @@ func WithSecureCookie(secure bool) Option {
 	}
 }
 
-// sessions are the browsers logged in: random ids and their expiry, in
-// memory (a restart logs everybody out).
-type sessions struct {
-	mu sync.Mutex
-	m  map[string]time.Time
-}
-
-// maxSessions bounds the sessions kept: logins beyond it drop the oldest.
-const maxSessions = 1000
-
-// start makes a session lasting until expires and returns its id.
-func (s *sessions) start(now, expires time.Time) string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // never fails (crypto/rand)
-	id := hex.EncodeToString(b)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]time.Time{}
-	}
-	for k, exp := range s.m {
-		if !now.Before(exp) {
-			delete(s.m, k)
-		}
-	}
-	for len(s.m) >= maxSessions {
-		oldest, at := "", time.Time{}
-		for k, exp := range s.m {
-			if oldest == "" || exp.Before(at) {
-				oldest, at = k, exp
-			}
-		}
-		delete(s.m, oldest)
-	}
-	s.m[id] = expires
-	return id
-}
-
-// valid reports whether id is a session that has not expired at now.
-func (s *sessions) valid(id string, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	exp, ok := s.m[id]
-	return ok && now.Before(exp)
-}
-
-// end forgets id.
-func (s *sessions) end(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, id)
-}
-
-// Guessing: each client (an IP address; an IPv6 client's /64) may make
-// attemptBurst wrong attempts at the token, then one every attemptEvery;
-// beyond that its attempts are answered 429 without being checked.
-const (
-	attemptBurst = 10
-	attemptEvery = 6 * time.Second
-	// logEvery is how often a client's refusals are logged at most.
-	logEvery = time.Minute
-	// maxClients bounds the clients remembered.
-	maxClients = 10000
-)
-
-// client is what the dashboard remembers of one client address.
-type client struct {
-	tokens float64   // wrong attempts left
-	at     time.Time // when tokens was counted
-	logged time.Time // the last refusal logged
-	quiet  int       // refusals since, not logged
-}
-
-type guards struct {
-	mu      sync.Mutex
-	clients map[string]*client
-}
-
-// clientOf is the key a request's attempts are counted under.
-func clientOf(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
-		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
-	}
-	return host
-}
-
-// get returns the client of key, refilled to now; g.mu is held.
-func (g *guards) get(key string, now time.Time) *client {
-	if g.clients == nil {
-		g.clients = map[string]*client{}
-	}
-	c, ok := g.clients[key]
-	if !ok {
-		if len(g.clients) >= maxClients {
-			g.forget(now)
-		}
-		c = &client{tokens: attemptBurst, at: now}
-		g.clients[key] = c
-	}
-	if elapsed := now.Sub(c.at); elapsed > 0 {
-		c.tokens = min(attemptBurst, c.tokens+float64(elapsed)/float64(attemptEvery))
-		c.at = now
-	}
-	return c
-}
-
-// forget drops the clients that have all their attempts back and nothing
-// left to log; if none has, it drops them all (a flood of addresses).
-func (g *guards) forget(now time.Time) {
-	for k, c := range g.clients {
-		if c.quiet == 0 && c.tokens+float64(now.Sub(c.at))/float64(attemptEvery) >= attemptBurst {
-			delete(g.clients, k)
-		}
-	}
-	if len(g.clients) >= maxClients {
-		clear(g.clients)
-	}
-}
-
 // mayAttempt reports whether r's client has an attempt left.
 func (d *Dashboard) mayAttempt(r *http.Request) bool {
 	d.guards.mu.Lock()
@@ -273,3 +147,42 @@ func (d *Dashboard) tokenIs(presented string) bool {
 	a, b := sha256.Sum256([]byte(presented)), sha256.Sum256([]byte(d.token))
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
+
+// sessionCookie names the admin session cookie.
+const sessionCookie = "passage_admin"
+
+// auth is what a request proved about the admin token.
+type auth int
+
+const (
+	authNone    auth = iota // no token presented, or no session
+	authAdmin               // the token, or a live session
+	authWrong               // a wrong bearer token
+	authLimited             // a bearer token from a client out of attempts: not checked
+)
+
+// authenticate reads a bearer token (API clients) or the session cookie
+// (browsers, set by /login). A bearer token is an attempt at the token,
+// limited per client like a login.
+func (d *Dashboard) authenticate(r *http.Request) auth {
+	if d.token == "" {
+		return authNone
+	}
+	if h := r.Header.Get("Authorization"); h != "" {
+		if !d.mayAttempt(r) {
+			return authLimited
+		}
+		if bearer, ok := strings.CutPrefix(h, "Bearer "); ok && d.tokenIs(bearer) {
+			return authAdmin
+		}
+		d.wrongAttempt(r)
+		return authWrong
+	}
+	if c, err := r.Cookie(sessionCookie); err == nil && d.sessions.valid(c.Value, d.clock.Now()) {
+		return authAdmin
+	}
+	return authNone
+}
+
+// admin reports whether r proves it knows the token.
+func (d *Dashboard) admin(r *http.Request) bool { return d.authenticate(r) == authAdmin }
