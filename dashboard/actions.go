@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 )
 
 // Errors an action answers with; each is matched to a status code.
@@ -112,38 +111,6 @@ func (d *Dashboard) limited(w http.ResponseWriter, r *http.Request) {
 	d.refused(r, "too many attempts")
 	w.Header().Set("Retry-After", fmt.Sprint(int(attemptEvery.Seconds())))
 	d.fail(w, r, http.StatusTooManyRequests, ErrTooManyAttempts)
-}
-
-// defaultBodyTimeout bounds how long reading a request's form may take,
-// and maxBody its size: a client that sends its body slowly, or a large
-// one, cannot hold a connection and its goroutine.
-const (
-	defaultBodyTimeout = 10 * time.Second
-	maxBody            = 1 << 20
-)
-
-// readBody sets r's read deadline and size limit and reads its form
-// (whatever server runs the dashboard; one that cannot set deadlines
-// keeps its own). A body over the limit is answered 413, one not sent
-// in time 408, one that does not parse 400; readBody then says false.
-func (d *Dashboard) readBody(w http.ResponseWriter, r *http.Request) bool {
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d.bodyTimeout))
-	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-	err := r.ParseForm()
-	if err == nil {
-		return true
-	}
-	var tooLarge *http.MaxBytesError
-	var timeout interface{ Timeout() bool }
-	switch {
-	case errors.As(err, &tooLarge):
-		d.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Errorf("the request's body is over the limit of %d bytes (1 MiB)", maxBody))
-	case errors.As(err, &timeout) && timeout.Timeout():
-		d.fail(w, r, http.StatusRequestTimeout, fmt.Errorf("the request's body was not sent within %s", d.bodyTimeout))
-	default:
-		d.fail(w, r, http.StatusBadRequest, fmt.Errorf("the request's body does not read as a form: %w", err))
-	}
-	return false
 }
 
 // formError is the error of an action whose form a person typed: a

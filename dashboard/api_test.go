@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -12,41 +11,6 @@ import (
 
 	"github.com/passage-of-time/passage/dashboard"
 )
-
-func TestAPIBadInputIsNamed(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, newSQLite(t))
-	srv := f.serve(t)
-	for _, c := range []struct {
-		path string
-		code int
-		says string
-	}{
-		{"/api/lists/no-such-list", 404, `no to-do list named "no-such-list"`},
-		{"/api/lists/no-such-list/items", 404, `no to-do list named "no-such-list"`},
-		{"/lists/no-such-list", 404, `no to-do list named "no-such-list"`},
-		{"/api/lists/pending-orders/items?after=garbage", 400, "invalid page cursor"},
-		{"/lists/pending-orders?after=12.%21%21", 400, "invalid page cursor"},
-		{"/api/lists/pending-orders/items?limit=0", 400, "?limit=0"},
-		{"/api/workflows?state=sleepy", 400, "?state=sleepy"},
-		{"/api/workflows/nobody", 404, `no workflow instance "nobody"`},
-		{"/workflows/nobody", 404, `no workflow instance "nobody"`},
-		{"/api/schedules/nothing/runs", 404, `no schedule named "nothing"`},
-	} {
-		res, err := http.Get(srv.URL + c.path)
-		require.NoError(t, err)
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		require.Equal(t, c.code, res.StatusCode, c.path)
-		text := string(body)
-		if strings.HasPrefix(c.path, "/api/") {
-			var e struct{ Error string }
-			require.NoError(t, json.Unmarshal(body, &e), text)
-			text = e.Error
-		}
-		require.Contains(t, text, c.says, c.path)
-	}
-}
 
 func TestActionsNeedTheTokenAndTheSameOrigin(t *testing.T) {
 	t.Parallel()

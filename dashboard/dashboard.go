@@ -206,6 +206,10 @@ func WithBasePath(path string) Option {
 // WithRequestTimeout).
 const defaultRequestTimeout = 10 * time.Second
 
+// defaultBodyTimeout bounds how long reading a request's form may take
+// (maxBody, input.go, its size).
+const defaultBodyTimeout = 10 * time.Second
+
 // WithRequestTimeout bounds the database work of each request (default
 // 10s): a request still waiting for a pooled connection, or for an
 // answer, when it passes gives up and is answered 503 with Retry-After,

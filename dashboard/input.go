@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -282,4 +283,33 @@ func localPath(p string) string {
 		}
 	}
 	return p
+}
+
+// maxBody bounds the size of a request's form, and defaultBodyTimeout
+// (dashboard.go) how long reading it may take: a client that sends a large
+// body, or one slowly, cannot hold a connection and its goroutine.
+const maxBody = 1 << 20
+
+// readBody sets r's read deadline and size limit and reads its form
+// (whatever server runs the dashboard; one that cannot set deadlines
+// keeps its own). A body over the limit is answered 413, one not sent
+// in time 408, one that does not parse 400; readBody then says false.
+func (d *Dashboard) readBody(w http.ResponseWriter, r *http.Request) bool {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d.bodyTimeout))
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	err := r.ParseForm()
+	if err == nil {
+		return true
+	}
+	var tooLarge *http.MaxBytesError
+	var timeout interface{ Timeout() bool }
+	switch {
+	case errors.As(err, &tooLarge):
+		d.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Errorf("the request's body is over the limit of %d bytes (1 MiB)", maxBody))
+	case errors.As(err, &timeout) && timeout.Timeout():
+		d.fail(w, r, http.StatusRequestTimeout, fmt.Errorf("the request's body was not sent within %s", d.bodyTimeout))
+	default:
+		d.fail(w, r, http.StatusBadRequest, fmt.Errorf("the request's body does not read as a form: %w", err))
+	}
+	return false
 }
