@@ -173,7 +173,8 @@ func newEventsBench(b *testing.B, backend sqldbtest.Backend) *eventsBench {
 // relay starts the sink's relay, stopped at the benchmark's end.
 func (e *eventsBench) relay(b *testing.B, poll time.Duration) *outbox.Relay {
 	b.Helper()
-	r, err := outbox.NewRelay(e.ob, "nats", e.sink.Deliver, outbox.WithPoll(poll))
+	r, err := outbox.NewRelay(e.ob, "nats", e.sink.Deliver, outbox.WithPoll(poll),
+		outbox.WithFrom(outbox.FromBeginning)) // events are appended before it starts
 	if err != nil {
 		b.Fatal(err)
 	}

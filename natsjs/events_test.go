@@ -66,7 +66,8 @@ func newEventsOut(t *testing.T, backend sqldbtest.Backend) *eventsOut {
 func (e *eventsOut) relay(t *testing.T, deliver outbox.Deliver) *outbox.Relay {
 	t.Helper()
 	r, err := outbox.NewRelay(e.outbox, "nats", deliver, outbox.WithPoll(10*time.Millisecond),
-		outbox.WithBackoff(time.Millisecond, 10*time.Millisecond), outbox.WithParallel(4))
+		outbox.WithBackoff(time.Millisecond, 10*time.Millisecond), outbox.WithParallel(4),
+		outbox.WithFrom(outbox.FromBeginning)) // the tests append before the relay starts
 	require.NoError(t, err)
 	return r
 }

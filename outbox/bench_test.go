@@ -75,7 +75,8 @@ func BenchmarkRelay(b *testing.B) {
 			newRelayTo := func(b *testing.B, deliver outbox.Deliver) *outbox.Relay {
 				sinkName++
 				took.Store(0)
-				r, err := outbox.NewRelay(o, fmt.Sprint("bench-", sinkName), deliver, outbox.WithPoll(5*time.Millisecond))
+				r, err := outbox.NewRelay(o, fmt.Sprint("bench-", sinkName), deliver, outbox.WithPoll(5*time.Millisecond),
+					outbox.WithFrom(outbox.FromBeginning))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -17,7 +17,42 @@
 // are delivered in parallel (WithParallel). A refused delivery is
 // retried with backoff (nothing is decided again), and a record refused
 // WithMaxAttempts times is parked: its stream moves on, and the record
-// stays listed by [Outbox.Parked], never dropped.
+// stays listed by [Outbox.Parked] until retention prunes it.
+//
+// # Where a new sink starts
+//
+// A sink the outbox has never seen (no checkpoint, no refusal stored)
+// starts with the records written from the moment [NewRelay] made its
+// relay, by the outbox's clock: a webhook or a NATS sink added to a
+// database with a year of records delivers none of that year. [WithFrom]
+// says otherwise: [FromBeginning] (every record held), [FromInstant] (the
+// records recorded from then on), or [ParseFrom]'s "beginning", "now" or
+// RFC 3339 instant, as a --from flag takes them. The relay decides the
+// place at its first Pass or Run ([Relay.Origin]) and stores it
+// as the sink's checkpoint before it delivers anything, so its next
+// relays resume there whatever they are told, and tells the Observer's
+// Started where it started and how many records it leaves behind. The
+// place never passes a record a transaction still open could commit (the
+// horizon below), so a new sink may get a few records written just
+// before it started; never fewer than it was told.
+//
+// # Retention
+//
+// [Outbox.Prune] deletes the records every sink the outbox knows has
+// passed (taken or parked: at or before that sink's checkpoint) and that
+// were recorded longer ago than a retention ([DefaultRetention], a week,
+// unless told); [Outbox.RunPruner] does so in the background, at once
+// and then every minute. A sink that stops for good holds every later
+// record back until [Outbox.ForgetSink] forgets it; with no sink known
+// nothing is pruned. Pruning never holds up delivery: it deletes in
+// batches of [WithPruneBatch] records (1,000), each a short statement of
+// its own, and rests four times as long as each batch took, so the
+// relays and the writers wait on it for one batch at most, and it takes
+// about a fifth of the database's time. Since checkpoints stand below
+// PostgreSQL's horizon, no record that a late transaction could precede
+// is pruned. The outbox's size and the age of its oldest record are
+// gauges ([WithMeterProvider]) and [ReadSize] reads them for a status
+// page.
 //
 // # No barrier between streams
 //

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +46,37 @@ type driver interface {
 	// horizon and the limit, and the oldest of them's recorded_at (0 for
 	// none).
 	backlog(ctx context.Context, sink string, from position) (count int, oldest int64, err error)
+
+	// known reports whether the outbox has seen sink: it has a
+	// checkpoint or a refusal stored.
+	known(ctx context.Context, sink string) (bool, error)
+	// startAt is where a sink starting from the instant at (encoded)
+	// begins: just before the first record, in (tx, id) order, recorded
+	// at or after at, or after the last record if none is, of the
+	// records no transaction still running can precede (the horizon), so
+	// that every record committed later comes after it.
+	startAt(ctx context.Context, at int64) (position, error)
+	// claim stores at as the checkpoint of sink, unless the outbox has
+	// seen sink (a checkpoint or a refusal): it reports whether it did.
+	claim(ctx context.Context, sink string, at position) (bool, error)
+	// countUpTo counts the records at or before at.
+	countUpTo(ctx context.Context, at position) (int, error)
+
+	// pruneBound is the lowest of every sink's checkpoint (the zero
+	// position for a sink with refusals or stream checkpoints only);
+	// none when the outbox knows no sink.
+	pruneBound(ctx context.Context) (position, bool, error)
+	// prune deletes up to limit records after from and at or before
+	// bound, recorded before before, the first in (tx, id) order, and
+	// returns how many it deleted and the last one's position.
+	prune(ctx context.Context, from, bound position, before int64, limit int) (int, position, error)
+	// sweepAttempts deletes the refusals of records no longer held.
+	sweepAttempts(ctx context.Context) error
+	// forget deletes sink's checkpoints and refusals.
+	forget(ctx context.Context, sink string) error
+	// size counts the records held and the oldest one's recorded_at (0
+	// for none).
+	size(ctx context.Context) (count int, oldest int64, err error)
 
 	// refused stores a refusal of record by sink; parked ones stay.
 	refused(ctx context.Context, sink string, record int64, attempts int, nextAt int64, lastError string, parked bool) error
@@ -95,6 +125,10 @@ type statements struct {
 	records, streamRecords, checkpoint string
 	advance, refused, delivered        string
 	backlog, waiting                   string
+	known, startAt, claim, countUpTo   string
+	pruneBound, prune, sweepAttempts   string
+	forgetCheckpoints, forgetAttempts  string
+	size                               string
 }
 
 // sqlDriver runs a database's statements. The two databases differ only
@@ -132,6 +166,83 @@ func (d *sqlDriver) checkpoint(ctx context.Context, sink string) (position, erro
 		return position{}, nil
 	}
 	return p, err
+}
+
+func (d *sqlDriver) known(ctx context.Context, sink string) (bool, error) {
+	var n int
+	err := d.db.GetContext(ctx, &n, d.q.known, sink, sink)
+	return n > 0, err
+}
+
+func (d *sqlDriver) startAt(ctx context.Context, at int64) (position, error) {
+	var p position
+	err := d.db.GetContext(ctx, &p, d.q.startAt, at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return position{}, nil // no record: from the first
+	}
+	return p, err
+}
+
+func (d *sqlDriver) claim(ctx context.Context, sink string, at position) (bool, error) {
+	res, err := d.db.ExecContext(ctx, d.q.claim, sink, at.Tx, at.ID, sink, sink)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+func (d *sqlDriver) countUpTo(ctx context.Context, at position) (int, error) {
+	var n int
+	err := d.db.GetContext(ctx, &n, d.q.countUpTo, at.Tx, at.ID)
+	return n, err
+}
+
+func (d *sqlDriver) pruneBound(ctx context.Context) (position, bool, error) {
+	var p position
+	err := d.db.GetContext(ctx, &p, d.q.pruneBound)
+	if errors.Is(err, sql.ErrNoRows) {
+		return position{}, false, nil
+	}
+	return p, err == nil, err
+}
+
+func (d *sqlDriver) prune(ctx context.Context, from, bound position, before int64, limit int) (int, position, error) {
+	rows, err := d.db.QueryxContext(ctx, d.q.prune, from.Tx, from.ID, bound.Tx, bound.ID, before, limit)
+	if err != nil {
+		return 0, position{}, err
+	}
+	defer rows.Close()
+	n, last := 0, from
+	for rows.Next() {
+		var p position
+		if err := rows.StructScan(&p); err != nil {
+			return n, last, err
+		}
+		n++
+		if last.before(p) {
+			last = p
+		}
+	}
+	return n, last, rows.Err()
+}
+
+func (d *sqlDriver) sweepAttempts(ctx context.Context) error {
+	_, err := d.db.ExecContext(ctx, d.q.sweepAttempts)
+	return err
+}
+
+func (d *sqlDriver) forget(ctx context.Context, sink string) error {
+	if _, err := d.db.ExecContext(ctx, d.q.forgetAttempts, sink); err != nil {
+		return err
+	}
+	_, err := d.db.ExecContext(ctx, d.q.forgetCheckpoints, sink)
+	return err
+}
+
+func (d *sqlDriver) size(ctx context.Context) (count int, oldest int64, err error) {
+	err = d.db.QueryRowxContext(ctx, d.q.size).Scan(&count, &oldest)
+	return count, oldest, err
 }
 
 func (d *sqlDriver) advance(ctx context.Context, sink, stream string, to position) error {
@@ -234,17 +345,27 @@ ON CONFLICT (sink, stream) DO UPDATE SET tx = excluded.tx, id = excluded.id
 WHERE (excluded.tx, excluded.id) > (outbox_checkpoints.tx, outbox_checkpoints.id)`
 )
 
+// dialect is what a database's statements differ in: the horizon, the
+// condition on r.tx that a record's transaction can no longer be running,
+// and how a position is compared and ordered (after and upTo take tx and
+// id, in that order), which each database writes so that its planner
+// reads a range of an index instead of every record.
+type dialect struct {
+	horizon     string
+	after, upTo string // r is after, at or before a position (?, ?)
+	order, last string // ORDER BY in delivery order, and backwards
+}
+
 // portable returns the statements, written once in the SQL both databases
-// speak (ON CONFLICT, row values), with a driver's horizon: the condition
-// on r.tx that a record's transaction can no longer be running. A driver
-// binds them to its placeholders.
-func portable(horizon string) statements {
+// speak (ON CONFLICT, row values, RETURNING) with a driver's dialect. A
+// driver binds them to its placeholders.
+func portable(dl dialect) statements {
 	q := statements{
 		write: `INSERT INTO outbox_records (key, stream, type, body, recorded_at) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (key) DO NOTHING`,
 		parked: `SELECT ` + recordColumns + `, a.sink, a.attempts, a.last_error
 FROM outbox_attempts a JOIN outbox_records r ON r.id = a.record
-WHERE a.parked = 1 AND (? = '' OR a.sink = ?) ORDER BY r.tx, r.id, a.sink`,
+WHERE a.parked = 1 AND (? = '' OR a.sink = ?) ORDER BY {order}, a.sink`,
 		// records reads a page of the records after a position (tx, id)
 		// that no stream checkpoint passed, with their refusals: sink,
 		// sink, tx, id, the horizon's condition, limit.
@@ -252,18 +373,19 @@ WHERE a.parked = 1 AND (? = '' OR a.sink = ?) ORDER BY r.tx, r.id, a.sink`,
 FROM outbox_records r
 LEFT JOIN outbox_checkpoints c ON c.sink = ? AND c.stream = r.stream
 LEFT JOIN outbox_attempts a ON a.sink = ? AND a.record = r.id AND a.parked = 0
-WHERE (r.tx, r.id) > (?, ?) AND %[1]s
+WHERE {after} AND {horizon}
 	AND (c.sink IS NULL OR (r.tx, r.id) > (c.tx, c.id))
-ORDER BY r.tx, r.id LIMIT ?`,
+ORDER BY {order} LIMIT ?`,
 		// streamRecords is records for one stream: sink, sink, stream,
-		// tx, id, the horizon's condition, limit.
+		// tx, id, the horizon's condition, limit. It reads the index on
+		// (stream, tx, id).
 		streamRecords: `SELECT ` + recordColumns + `, ` + retryColumns + `
 FROM outbox_records r
 LEFT JOIN outbox_checkpoints c ON c.sink = ? AND c.stream = r.stream
 LEFT JOIN outbox_attempts a ON a.sink = ? AND a.record = r.id AND a.parked = 0
-WHERE r.stream = ? AND (r.tx, r.id) > (?, ?) AND %[1]s
+WHERE r.stream = ? AND {after} AND {horizon}
 	AND (c.sink IS NULL OR (r.tx, r.id) > (c.tx, c.id))
-ORDER BY r.tx, r.id LIMIT ?`,
+ORDER BY {order} LIMIT ?`,
 		checkpoint: `SELECT tx, id FROM outbox_checkpoints WHERE sink = ? AND stream = ''`,
 		advance:    advanceInto + advanceRow + advanceUpdate,
 		refused: `INSERT INTO outbox_attempts (sink, record, attempts, next_at, last_error, parked) VALUES (?, ?, ?, ?, ?, ?)
@@ -275,17 +397,71 @@ ON CONFLICT (sink, record) DO UPDATE SET attempts = excluded.attempts, next_at =
 		backlog: `SELECT COUNT(*), COALESCE(MIN(r.recorded_at), 0)
 FROM outbox_records r
 LEFT JOIN outbox_checkpoints c ON c.sink = ? AND c.stream = r.stream
-WHERE (r.tx, r.id) > (?, ?) AND (c.sink IS NULL OR (r.tx, r.id) > (c.tx, c.id))`,
+WHERE {after} AND (c.sink IS NULL OR (r.tx, r.id) > (c.tx, c.id))`,
 		waiting: `SELECT COUNT(*) FROM outbox_attempts WHERE sink = ? AND parked = 0`,
+
+		// known: sink, sink.
+		known: `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM outbox_checkpoints WHERE sink = ? LIMIT 1) c)
+	+ (SELECT COUNT(*) FROM (SELECT 1 FROM outbox_attempts WHERE sink = ? LIMIT 1) a)`,
+		// startAt is, in one snapshot, the lower of just before the first
+		// record under the horizon recorded at or after the instant, and
+		// the last record under the horizon: the instant. No row: no
+		// record under the horizon, start from the first.
+		startAt: `SELECT tx, id FROM (
+	SELECT tx, id FROM (SELECT r.tx, r.id - 1 AS id FROM outbox_records r
+		WHERE r.recorded_at >= ? AND {horizon} ORDER BY {order} LIMIT 1) f
+	UNION ALL
+	SELECT tx, id FROM (SELECT r.tx, r.id FROM outbox_records r
+		WHERE {horizon} ORDER BY {last} LIMIT 1) l
+) s ORDER BY tx, id LIMIT 1`,
+		// claim stores a new sink's checkpoint unless the sink is known:
+		// sink, tx, id, sink, sink.
+		claim: `INSERT INTO outbox_checkpoints (sink, stream, tx, id)
+SELECT CAST(? AS TEXT), '', CAST(? AS BIGINT), CAST(? AS BIGINT)
+WHERE NOT EXISTS (SELECT 1 FROM outbox_checkpoints WHERE sink = ?)
+	AND NOT EXISTS (SELECT 1 FROM outbox_attempts WHERE sink = ?)
+ON CONFLICT (sink, stream) DO NOTHING`,
+		// countUpTo: tx, id.
+		countUpTo: `SELECT COUNT(*) FROM outbox_records r WHERE {upTo}`,
+		// pruneBound is the lowest sink checkpoint, every sink the outbox
+		// knows counted (one with stream checkpoints or refusals only is
+		// at the zero position: nothing is known to be passed).
+		pruneBound: `SELECT COALESCE(c.tx, 0) AS tx, COALESCE(c.id, 0) AS id
+FROM (SELECT sink FROM outbox_checkpoints UNION SELECT sink FROM outbox_attempts) k
+LEFT JOIN outbox_checkpoints c ON c.sink = k.sink AND c.stream = ''
+ORDER BY 1, 2 LIMIT 1`,
+		// prune deletes a batch, the first in order after a position and
+		// up to the bound, recorded before an instant: from tx, id, bound
+		// tx, id, before, limit.
+		prune: `DELETE FROM outbox_records WHERE id IN (
+	SELECT r.id FROM outbox_records r
+	WHERE {after} AND {upTo} AND r.recorded_at < ?
+	ORDER BY {order} LIMIT ?)
+RETURNING tx, id`,
+		sweepAttempts: `DELETE FROM outbox_attempts
+WHERE NOT EXISTS (SELECT 1 FROM outbox_records r WHERE r.id = outbox_attempts.record)`,
+		forgetCheckpoints: `DELETE FROM outbox_checkpoints WHERE sink = ?`,
+		forgetAttempts:    `DELETE FROM outbox_attempts WHERE sink = ?`,
+		size:              `SELECT COUNT(*), COALESCE(MIN(recorded_at), 0) FROM outbox_records`,
 	}
-	q.records = fmt.Sprintf(q.records, horizon)
-	q.streamRecords = fmt.Sprintf(q.streamRecords, horizon)
+	fill := strings.NewReplacer("{horizon}", dl.horizon, "{after}", dl.after, "{upTo}", dl.upTo,
+		"{order}", dl.order, "{last}", dl.last)
+	for _, s := range q.all() {
+		*s = fill.Replace(*s)
+	}
 	return q
+}
+
+// all are the statements, to rewrite each.
+func (q *statements) all() []*string {
+	return []*string{&q.write, &q.parked, &q.records, &q.streamRecords, &q.checkpoint, &q.advance, &q.refused,
+		&q.delivered, &q.backlog, &q.waiting, &q.known, &q.startAt, &q.claim, &q.countUpTo, &q.pruneBound,
+		&q.prune, &q.sweepAttempts, &q.forgetCheckpoints, &q.forgetAttempts, &q.size}
 }
 
 // rebind turns the statements' ? placeholders into bindType's.
 func (q statements) rebind(bindType int) statements {
-	for _, s := range []*string{&q.write, &q.parked, &q.records, &q.streamRecords, &q.checkpoint, &q.advance, &q.refused, &q.delivered, &q.backlog, &q.waiting} {
+	for _, s := range q.all() {
 		*s = sqlx.Rebind(bindType, *s)
 	}
 	return q

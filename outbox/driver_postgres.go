@@ -11,10 +11,17 @@ import "github.com/jmoiron/sqlx"
 
 // postgresStatements read up to the horizon of the oldest transaction
 // still running, in $n placeholders.
-var postgresStatements = portable(`r.tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).rebind(sqlx.DOLLAR)
+var postgresStatements = portable(dialect{
+	horizon: `r.tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`,
+	after:   `(r.tx, r.id) > (?, ?)`,
+	upTo:    `(r.tx, r.id) <= (?, ?)`,
+	order:   `r.tx, r.id`,
+	last:    `r.tx DESC, r.id DESC`,
+}).rebind(sqlx.DOLLAR)
 
 // postgresSchema is sqliteSchema's, each record's tx taken from the
-// writing transaction and an index for the (tx, id) order.
+// writing transaction and an index for the (tx, id) order (row values
+// compared on it are an index range).
 const postgresSchema = `CREATE TABLE outbox_records (
 	id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	tx          BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint),
@@ -41,3 +48,11 @@ CREATE TABLE outbox_attempts (
 	parked     INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (sink, record)
 );`
+
+// postgresStreamIndex serves a lane's reads of its own stream
+// (streamRecords) as a range of the index, not a scan of the stream's
+// records from its first. CREATE INDEX (not CONCURRENTLY, which cannot
+// run in the migration's transaction) holds off writers while it builds:
+// seconds on an outbox of millions of records, once; an operator who
+// built it CONCURRENTLY beforehand (docs/postgres.md) finds it kept.
+const postgresStreamIndex = `CREATE INDEX IF NOT EXISTS outbox_records_stream ON outbox_records (stream, tx, id)`

@@ -5,8 +5,16 @@ package outbox
 // later, and tx is always 0.
 
 // sqliteStatements need no horizon: the single writer commits in id
-// order.
-var sqliteStatements = portable(`1 = 1`)
+// order. Since tx is always 0, a position compares as its id with tx
+// equal, which SQLite reads as a range of the rowid (row values compared,
+// with no index on tx, were a scan of every record and a sort, each read).
+var sqliteStatements = portable(dialect{
+	horizon: `1 = 1`,
+	after:   `r.tx = ? AND r.id > ?`,
+	upTo:    `r.tx = ? AND r.id <= ?`,
+	order:   `r.id`,
+	last:    `r.id DESC`,
+})
 
 // sqliteSchema: outbox_records holds what was decided, id orders records
 // by insertion. outbox_checkpoints holds, per sink, the (tx, id) up to
@@ -38,3 +46,8 @@ CREATE TABLE outbox_attempts (
 	parked     INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (sink, record)
 );`
+
+// sqliteStreamIndex serves a lane's reads of its own stream
+// (streamRecords) as a range of the index (stream = ? AND tx = ? AND
+// id > ?) instead of a scan of every record.
+const sqliteStreamIndex = `CREATE INDEX IF NOT EXISTS outbox_records_stream ON outbox_records (stream, tx, id)`

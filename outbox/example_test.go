@@ -26,15 +26,18 @@ func Example() {
 		panic(err)
 	}
 
+	// A sink the outbox has never seen delivers what is written from now
+	// on (outbox.WithFrom(outbox.FromBeginning) for every record held).
+	relay, _ := outbox.NewRelay(box, "webhook", func(_ context.Context, m outbox.Message) error {
+		fmt.Printf("deliver %s (%s, attempt %d): %s\n", m.Key, m.Type, m.Attempt, m.Body)
+		return nil // a refusal would be retried with backoff
+	})
+
 	tx, _ := db.BeginTxx(ctx, nil)
 	// ... the deciding writes (a run recorded, an order cancelled) ...
 	_ = box.WriteTx(ctx, tx, outbox.Record{Stream: "report", Key: "report@2026-11-26T09:00:00Z", Type: "ScheduleRun", Body: []byte(`{"slot":"09:00"}`)})
 	_ = tx.Commit()
 
-	relay, _ := outbox.NewRelay(box, "webhook", func(_ context.Context, m outbox.Message) error {
-		fmt.Printf("deliver %s (%s, attempt %d): %s\n", m.Key, m.Type, m.Attempt, m.Body)
-		return nil // a refusal would be retried with backoff
-	})
 	if _, err := relay.Pass(ctx); err != nil {
 		panic(err)
 	}

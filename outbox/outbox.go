@@ -7,6 +7,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
 )
@@ -41,6 +43,11 @@ type Record struct {
 type Outbox struct {
 	d     driver
 	clock clockwork.Clock
+
+	pruneBatch int           // WithPruneBatch
+	pruneEvery time.Duration // WithPruneEvery
+	meters     metric.MeterProvider
+	ins        instruments
 }
 
 // Option configures an [Outbox].
@@ -64,7 +71,10 @@ func Open(ctx context.Context, db *sqlx.DB, opts ...Option) (*Outbox, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: nil db", ErrInvalidArgument)
 	}
-	o := &Outbox{d: newDriver(db), clock: clockwork.NewRealClock()}
+	o := &Outbox{
+		d: newDriver(db), clock: clockwork.NewRealClock(),
+		pruneBatch: defaultPruneBatch, pruneEvery: defaultPruneEvery,
+	}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
 			return nil, err
@@ -73,6 +83,10 @@ func Open(ctx context.Context, db *sqlx.DB, opts ...Option) (*Outbox, error) {
 	if err := sqldb.Migrate(ctx, db, "outbox", migrations); err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
+	if o.meters == nil {
+		o.meters = otel.GetMeterProvider()
+	}
+	o.ins = newInstruments(o.meters, o)
 	return o, nil
 }
 

@@ -166,7 +166,7 @@ func TestARecordCommittedLateIsNotSkipped(t *testing.T) {
 	write(t, db, o, rec("s", "committed-first"))
 
 	r := &receiver{}
-	relay, err := outbox.NewRelay(o, "hook", r.deliver)
+	relay, err := outbox.NewRelay(o, "hook", r.deliver, outbox.WithFrom(outbox.FromBeginning))
 	require.NoError(t, err)
 	_, err = relay.Pass(ctx)
 	require.NoError(t, err)
@@ -422,9 +422,10 @@ func TestBacklogCountsWhatTheSinkHasYetToTake(t *testing.T) {
 				}
 				return nil
 			}}
-			relay, err := outbox.NewRelay(o, "hook", r.deliver, outbox.WithBackoff(time.Second, time.Minute), outbox.WithMaxAttempts(2))
+			relay, err := outbox.NewRelay(o, "hook", r.deliver, outbox.WithBackoff(time.Second, time.Minute), outbox.WithMaxAttempts(2),
+				outbox.WithFrom(outbox.FromBeginning))
 			require.NoError(t, err)
-			other, err := outbox.NewRelay(o, "other", r.deliver)
+			other, err := outbox.NewRelay(o, "other", r.deliver, outbox.WithFrom(outbox.FromBeginning))
 			require.NoError(t, err)
 
 			got, err := relay.Backlog(ctx)
@@ -771,7 +772,8 @@ func TestRunDeliversEachCommittedRecordOnceThroughKillsAndRefusals(t *testing.T)
 			}}
 			newRelay := func() *outbox.Relay {
 				relay, err := outbox.NewRelay(o, "hook", r.deliver, outbox.WithPage(3), outbox.WithParallel(3),
-					outbox.WithPoll(5*time.Millisecond), outbox.WithBackoff(time.Millisecond, 4*time.Millisecond))
+					outbox.WithPoll(5*time.Millisecond), outbox.WithBackoff(time.Millisecond, 4*time.Millisecond),
+					outbox.WithFrom(outbox.FromBeginning)) // the writers start first
 				require.NoError(t, err)
 				return relay
 			}
@@ -862,7 +864,7 @@ func TestRunWaitsForARecordCommittedLate(t *testing.T) {
 	write(t, db, o, rec("s", "committed-first"), rec("t", "t1"))
 
 	r := &receiver{}
-	relay, err := outbox.NewRelay(o, "hook", r.deliver, outbox.WithPoll(5*time.Millisecond))
+	relay, err := outbox.NewRelay(o, "hook", r.deliver, outbox.WithPoll(5*time.Millisecond), outbox.WithFrom(outbox.FromBeginning))
 	require.NoError(t, err)
 	running(t, relay)
 	waitFor(t, "two reads while the slow transaction is open", func() bool { return relay.Stats().Passes >= 3 })

@@ -29,6 +29,9 @@ type Observer struct {
 	Refused func(m Message, err error, next time.Time)
 	// Parked is called when the sink refused m for the last time.
 	Parked func(m Message, err error)
+	// Started is called once the relay decided where it delivers from
+	// (Relay.Origin), before its first delivery: a log line saying so.
+	Started func(o Origin)
 }
 
 // Stats are a relay's counts since it was made.
@@ -57,6 +60,11 @@ type Relay struct {
 	backoffMax  time.Duration
 	maxAttempts int
 	observer    Observer
+	from        From
+	made        time.Time // when NewRelay made it: FromNow's instant
+
+	originMu sync.Mutex             // held while Origin decides
+	origin   atomic.Pointer[Origin] // decided once (Origin)
 
 	wake  chan struct{}
 	stats struct{ delivered, refused, parked, passes, failed atomic.Int64 }
@@ -143,7 +151,9 @@ func WithObserver(o Observer) RelayOption {
 
 // NewRelay returns the relay of sink (a name, its checkpoints' key) over
 // o, delivering with deliver. One relay per sink at a time is the
-// intent; two deliver some records twice and skip none.
+// intent; two deliver some records twice and skip none. A sink the outbox
+// has never seen starts with the records written from now on, unless
+// WithFrom says otherwise (see Relay.Origin).
 func NewRelay(o *Outbox, sink string, deliver Deliver, opts ...RelayOption) (*Relay, error) {
 	switch {
 	case o == nil:
@@ -157,6 +167,7 @@ func NewRelay(o *Outbox, sink string, deliver Deliver, opts ...RelayOption) (*Re
 		outbox: o, sink: sink, deliver: deliver,
 		page: 1000, parallel: 16, poll: time.Second,
 		backoffBase: time.Second, backoffMax: time.Minute, maxAttempts: 100,
+		made: o.clock.Now(),
 		wake: make(chan struct{}, 1),
 	}
 	for _, opt := range opts {
@@ -189,11 +200,14 @@ type Backlog struct {
 
 // Backlog counts what the sink has yet to take, from the database: what
 // a run-once command has left, a health check's delivery lag. It reads
-// every pending record's row, so it costs what a pass would read.
+// every pending record's row, so it costs what a pass would read. It
+// only reads: before the relay decided where it starts (Origin), it
+// counts from where Origin would start, writing nothing and waiting for
+// no write.
 func (r *Relay) Backlog(ctx context.Context) (Backlog, error) {
 	var b Backlog
 	o := r.outbox
-	from, err := o.d.checkpoint(ctx, r.sink)
+	from, err := r.readFrom(ctx)
 	if err != nil {
 		return b, fmt.Errorf("outbox: relay %q: read the checkpoint: %w", r.sink, err)
 	}
@@ -288,6 +302,9 @@ func (r *Relay) Pass(ctx context.Context) (PassResult, error) {
 func (r *Relay) pass(ctx context.Context) (PassResult, error) {
 	var res PassResult
 	o := r.outbox
+	if _, err := r.ensureOrigin(ctx); err != nil {
+		return res, err
+	}
 	from, err := o.d.checkpoint(ctx, r.sink)
 	if err != nil {
 		return res, fmt.Errorf("read the checkpoint: %w", err)

@@ -37,7 +37,7 @@ func (r *Relay) Run(ctx context.Context, onError func(error)) error {
 	u := &runner{r: r, ctx: ctx, onError: onError, lanes: map[string]*lane{}, settledOne: make(chan struct{}, 1)}
 	u.cond = sync.NewCond(&u.mu)
 	for {
-		from, err := r.outbox.d.checkpoint(ctx, r.sink)
+		from, err := r.start(ctx)
 		if err == nil {
 			u.read, u.written = from, from
 			break
@@ -45,7 +45,7 @@ func (r *Relay) Run(ctx context.Context, onError func(error)) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		u.fail(fmt.Errorf("read the checkpoint: %w", err))
+		u.fail(err)
 		t := time.NewTimer(r.poll)
 		select {
 		case <-ctx.Done():
@@ -76,6 +76,19 @@ func (r *Relay) Run(ctx context.Context, onError func(error)) error {
 	defer cancel()
 	u.checkpoint(wctx)
 	return ctx.Err()
+}
+
+// start decides where the relay starts (Origin) and reads the sink's
+// checkpoint.
+func (r *Relay) start(ctx context.Context) (position, error) {
+	if _, err := r.ensureOrigin(ctx); err != nil {
+		return position{}, err
+	}
+	from, err := r.outbox.d.checkpoint(ctx, r.sink)
+	if err != nil {
+		return position{}, fmt.Errorf("read the checkpoint: %w", err)
+	}
+	return from, nil
 }
 
 // lane is one stream's records in a Run, in order; every field is

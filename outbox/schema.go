@@ -8,4 +8,10 @@ var migrations = []sqldb.Migration{{
 	Version:  1,
 	SQLite:   sqliteSchema,
 	Postgres: postgresSchema,
+}, {
+	// A lane reading its own stream again (Run) reads a range of this
+	// index; so does nothing else.
+	Version:  2,
+	SQLite:   sqliteStreamIndex,
+	Postgres: postgresStreamIndex,
 }}

@@ -27,6 +27,11 @@ func RunRecorder(ctx context.Context, db *sqldb.DB) (schedule.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The relay stores where it starts before anything is recorded, as
+	// "ticker run"'s does when it starts: a new sink starts from now.
+	if _, err := out.relays[0].r.Origin(ctx); err != nil {
+		return nil, err
+	}
 	return runHandler(out, nil), nil
 }
 
