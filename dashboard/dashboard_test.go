@@ -10,7 +10,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/dashboard"
@@ -132,4 +134,79 @@ func TestWithBasePathRejectsWhatIsNotAPath(t *testing.T) {
 		_, err := dashboard.New(db.DB, dashboard.WithBasePath(p))
 		require.NoError(t, err, p)
 	}
+}
+
+// The lag history is sampled on Start's timer alone: page views used to
+// add samples, and 30 s of views replaced two hours of history.
+func TestPageViewsDoNotSampleTheLag(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t, dashboard.WithLagSampling(time.Minute, 10))
+	for range 30 {
+		code, _ := getPage(t, srv.URL+"/")
+		require.Equal(t, http.StatusOK, code)
+	}
+	var lag []dashboard.LagSample
+	require.Equal(t, http.StatusOK, get(t, srv.URL+"/api/lag", &lag))
+	require.Empty(t, lag, "no Start, no samples, however many views")
+}
+
+func TestBrowserPagesShowTheirData(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, newSQLite(t))
+	srv := f.serve(t, dashboard.WithRefresh(0))
+
+	units := text(t, ctx, srv.URL+"/", "#units")
+	require.Contains(t, units, "minute")
+	require.Contains(t, hovered(t, ctx, "#units"), "2026-11-20T09:27:00Z") // the minute cursor, on hover
+	require.Contains(t, units, "hour")
+	lease := text(t, ctx, srv.URL+"/", "#lease")
+	require.Contains(t, lease, "replica-a")
+	require.Contains(t, lease, "term 3")
+	shoot(t, ctx, "tickers")
+
+	lists := text(t, ctx, srv.URL+"/lists", "#lists")
+	require.Contains(t, lists, "pending-orders")
+	require.Contains(t, lists, "passage-schedules")
+	require.Contains(t, lists, "passage-workflows")
+	shoot(t, ctx, "lists")
+
+	stats := text(t, ctx, srv.URL+"/lists/pending-orders", "#stats")
+	require.Contains(t, stats, "Pending\n40")
+	require.Contains(t, stats, "Parked\n1")
+	items := text(t, ctx, srv.URL+"/lists/pending-orders", "#items")
+	require.Contains(t, items, "order-000")
+	require.NotContains(t, items, "order-broken")
+	shoot(t, ctx, "list")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#show-parked")), chromedp.WaitVisible(chromedp.CSS("td.error"))))
+	parked := text(t, ctx, srv.URL+"/lists/pending-orders?parked=1", "#items")
+	require.Contains(t, parked, "order-broken")
+	require.Contains(t, parked, "payment provider said 502 Bad Gateway")
+	shoot(t, ctx, "list-parked")
+
+	weekly := text(t, ctx, srv.URL+"/schedules", "#schedule-weekly-report")
+	require.Contains(t, hovered(t, ctx, "#schedule-weekly-report"), "2026-11-20T12:00:00+01:00") // noon in Warsaw, in Warsaw, on hover
+	require.Contains(t, weekly, "Europe/Warsaw")
+	require.Contains(t, weekly, f.runID)
+	require.Contains(t, weekly, "triggered")
+	shoot(t, ctx, "schedules")
+
+	instances := text(t, ctx, srv.URL+"/workflows", "#instances")
+	require.Contains(t, instances, "order-1")
+	require.Contains(t, instances, "order-2")
+	states := text(t, ctx, srv.URL+"/workflows", "#states")
+	require.Contains(t, states, "running 1")
+	require.Contains(t, states, "completed 1")
+	shoot(t, ctx, "workflows")
+
+	timeline := text(t, ctx, srv.URL+"/workflows/order-1", "#timeline")
+	require.Contains(t, timeline, `step reserve stock completed (attempt 1): "res-order-1"`)
+	require.Contains(t, timeline, `awaiting signal paid`)
+	shoot(t, ctx, "workflow")
+
+	// Read-only: no action is offered.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/schedules"), chromedp.WaitVisible(chromedp.CSS("#readonly"))))
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("button.pause, button.trigger, #signal").length`))
+	require.NoError(t, err)
+	require.Zero(t, n)
 }
