@@ -185,7 +185,11 @@ func (m *metrics) watchRelays(meter metric.Meter, out *delivery) error {
 	delivered := errs.observableCounter(meter, "passage.delivery.records.delivered", "{record}", "Records a sink took (this process's relay).")
 	refused := errs.observableCounter(meter, "passage.delivery.records.refused", "{delivery}", "Deliveries a sink refused, each retried with backoff or parked (this process's relay).")
 	parked := errs.observableCounter(meter, "passage.delivery.records.parked", "{record}", "Records parked after too many refusals (this process's relay).")
-	failed := errs.observableCounter(meter, "passage.delivery.pass.failures", "{pass}", "Relay passes that failed on the database.")
+	// Named when the relay delivered in passes; with Relay.Run it counts
+	// every database operation of the relay that failed (a read of the
+	// outbox, a checkpoint), as outbox.Stats.Failed does. The name stays
+	// for the dashboards and alerts written against it.
+	failed := errs.observableCounter(meter, "passage.delivery.pass.failures", "{operation}", "Relay database operations that failed: reads of the outbox and checkpoints (the name is from when a relay delivered in passes).")
 	lateMax := errs.gauge(meter, "passage.delivery.lateness.max", "s", "Largest delay between a record's commit and its delivery.")
 	if err := errs.err(); err != nil {
 		return err
