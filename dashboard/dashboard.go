@@ -3,11 +3,9 @@ package dashboard
 import (
 	"context"
 	"crypto/rand"
-	"embed"
 	"errors"
 	"fmt"
 	"html/template"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -21,9 +19,6 @@ import (
 	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
 )
-
-//go:embed assets templates
-var files embed.FS
 
 // ErrInvalidOption is returned by [New] for an option with an unusable
 // value.
@@ -361,12 +356,4 @@ func (d *Dashboard) sample(ctx context.Context) {
 		return
 	}
 	d.lag.add(lagOf(st))
-}
-
-func assets() fs.FS {
-	sub, err := fs.Sub(files, "assets")
-	if err != nil {
-		panic(err) // the directory is embedded above
-	}
-	return sub
 }

@@ -1,15 +1,33 @@
 package dashboard
 
 import (
+	"embed"
 	"fmt"
 	"html/template"
+	"io/fs"
 	"strings"
 	"unicode"
 )
 
+// files are what the pages are made of: their templates, parsed by New
+// (parsePages), and the assets they load, served under /assets/.
+//
+//go:embed assets templates
+var files embed.FS
+
+// assets is the directory of the files the pages load.
+func assets() fs.FS {
+	sub, err := fs.Sub(files, "assets")
+	if err != nil {
+		panic(err) // the directory is embedded above
+	}
+	return sub
+}
+
 // pageNames are the pages, each a template of its own over layout.html.
 var pageNames = []string{"tickers", "lists", "list", "schedules", "schedule", "workflows", "workflow", "confirm", "error"}
 
+// funcs are the functions the templates call.
 var funcs = template.FuncMap{
 	"when":    when,
 	"item":    itemPath,
@@ -48,6 +66,8 @@ func visibleBidi(s string) string {
 
 func isBidiControl(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }
 
+// parsePages parses each page's template over the layout and the
+// schedule's section, which several pages show.
 func parsePages() (map[string]*template.Template, error) {
 	pages := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
