@@ -168,32 +168,8 @@ func (d *Dashboard) readSummary(ctx context.Context, now time.Time, st *Status) 
 		st = &s
 	}
 	var out summary
-	add := func(id string, n int, what, level, link string) {
-		if n > 0 && level != "" {
-			out.Items = append(out.Items, troubleItem{ID: id, Count: n, What: what, Level: level, Link: link})
-		}
-	}
-
-	behind, level := 0, ""
-	for _, u := range st.Units {
-		if l := lateness(now.Sub(u.Next.Time), tickerGrace, tickerRed); l != "" {
-			behind++
-			level = worse(level, l)
-		}
-	}
-	add("ticker-behind", behind, plural(behind, "ticker unit behind", "ticker units behind"), level, "/#units")
-	if d.counts != nil {
-		failing := 0
-		for _, c := range d.counts() {
-			if c.PublishFailures > 0 {
-				failing++
-			}
-		}
-		add("ticker-failing", failing, plural(failing, "ticker unit failing to publish", "ticker units failing to publish"), red, "/#units")
-	}
-	if l := st.Lease; l != nil && !l.Live {
-		add("lease-expired", 1, "lease expired", worse(amber, lateness(now.Sub(l.Expires.Time), leaseGrace, leaseGrace)), "/#lease")
-	}
+	add := out.add
+	d.tickerTrouble(&out, st, now)
 
 	overdue, oldest, err := schedule.ReadOverdue(ctx, d.db, now, scheduleGrace)
 	errs = append(errs, err)
@@ -239,6 +215,39 @@ func (d *Dashboard) readSummary(ctx context.Context, now time.Time, st *Status) 
 		out.Error = d.hidden(ctx, "summary", err)
 	}
 	return &out
+}
+
+// tickerTrouble adds the ticker's trouble at now to out: its units
+// behind, those failing to publish (WithTickerCounts), its lease expired.
+func (d *Dashboard) tickerTrouble(out *summary, st *Status, now time.Time) {
+	behind, level := 0, ""
+	for _, u := range st.Units {
+		if l := lateness(now.Sub(u.Next.Time), tickerGrace, tickerRed); l != "" {
+			behind++
+			level = worse(level, l)
+		}
+	}
+	out.add("ticker-behind", behind, plural(behind, "ticker unit behind", "ticker units behind"), level, "/#units")
+	if d.counts != nil {
+		failing := 0
+		for _, c := range d.counts() {
+			if c.PublishFailures > 0 {
+				failing++
+			}
+		}
+		out.add("ticker-failing", failing, plural(failing, "ticker unit failing to publish", "ticker units failing to publish"), red, "/#units")
+	}
+	if l := st.Lease; l != nil && !l.Live {
+		out.add("lease-expired", 1, "lease expired", worse(amber, lateness(now.Sub(l.Expires.Time), leaseGrace, leaseGrace)), "/#lease")
+	}
+}
+
+// add counts n of a kind of trouble, when there are any and level says it
+// is trouble.
+func (s *summary) add(id string, n int, what, level, link string) {
+	if n > 0 && level != "" {
+		s.Items = append(s.Items, troubleItem{ID: id, Count: n, What: what, Level: level, Link: link})
+	}
 }
 
 func plural(n int, one, many string) string {
