@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -92,6 +93,30 @@ func (db database) open(ctx context.Context) (*sqldb.DB, error) {
 		return nil, fmt.Errorf("--db: %w", err)
 	}
 	return d, nil
+}
+
+// sqliteFile is the path of the file a SQLite DSN names (without a
+// file: prefix or a query), and false for a PostgreSQL DSN or an
+// in-memory database.
+func (db database) sqliteFile() (string, bool) {
+	dsn := strings.TrimSpace(db.dsn)
+	if dsn == "" || sqldb.IsPostgresDSN(dsn) || strings.Contains(dsn, "://") ||
+		dsn == ":memory:" || strings.Contains(dsn, "mode=memory") {
+		return "", false
+	}
+	path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+	return path, true
+}
+
+// isNewFile reports whether opening db for writing creates its file: a
+// SQLite path with nothing there yet.
+func (db database) isNewFile() bool {
+	path, ok := db.sqliteFile()
+	if !ok {
+		return false
+	}
+	_, err := os.Stat(path)
+	return errors.Is(err, os.ErrNotExist)
 }
 
 // readOnly opens the database for a command that reads once and ends

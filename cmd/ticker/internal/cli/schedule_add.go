@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -170,6 +171,11 @@ func (f *addFlags) ends(d *schedule.Definition, loc *time.Location, now time.Tim
 
 // addSchedule stores cfg's definition and says what became of it.
 func addSchedule(ctx context.Context, env Env, cfg addConfig) error {
+	// A mistyped --db (pasage.db) would otherwise leave the schedule in a
+	// database no "ticker run" reads, without a word. A new file of the
+	// default name is how every first "schedule add" starts: not noted.
+	path, _ := cfg.db.sqliteFile()
+	created := cfg.db.isNewFile() && filepath.Base(path) != defaultDB
 	db, err := cfg.db.open(ctx)
 	if err != nil {
 		return err
@@ -202,6 +208,9 @@ func addSchedule(ctx context.Context, env Env, cfg addConfig) error {
 		if st.Name == d.Name {
 			fmt.Fprintf(env.Stdout, "%s %s: %s\n", verb, d.Name, nextSlot(st, cfg.loc))
 		}
+	}
+	if created {
+		fmt.Fprintf(env.Stderr, "note: %s did not exist: created a new database for %s (\"ticker run --db %s\" fires its schedules)\n", path, d.Name, path)
 	}
 	if gap := slotSpacing(d.Spec, env.clock().Now()); gap > 0 && d.Jitter > gap {
 		fmt.Fprintf(env.Stderr, "warning: --jitter %s is longer than the spacing of the slots (%s): a slot can fire after the next one's time, and the catch-up policy then decides between them as between missed slots\n", d.Jitter, gap)
