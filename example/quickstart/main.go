@@ -29,6 +29,7 @@ type (
 )
 
 func main() {
+	checkArgs() // args.go: -h says what this program does; it takes no arguments
 	if err := quickstart(); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)

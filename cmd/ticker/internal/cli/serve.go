@@ -47,6 +47,11 @@ func serveCommand(env Env) *cobra.Command {
 	secure := fs.Bool("secure-cookie", false, "mark the session cookie Secure, behind a proxy that ends TLS (also $"+secureCookieEnv+"=1)")
 	horizonLimit := addHorizonLimit(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
+		if !c.Flags().Changed("http") {
+			// The dashboard is all serve does: with no address there is
+			// nothing to run, and "--http \"\"" would not say so.
+			return usagef("--http is required: the address to serve the dashboard on, e.g. --http 127.0.0.1:9090")
+		}
 		if err := checkHTTPAddr(*addr); err != nil {
 			return err
 		}
