@@ -225,11 +225,10 @@ func workflowDemo(ctx context.Context, env Env, dsn database) (err error) {
 	if _, err := bus.Subscribe(b, todolist.Handler[tick.MinuteHasPassed](p)); err != nil {
 		return err
 	}
-	cursors, err := tick.NewSQLStore(ctx, db.DB)
-	if err != nil {
-		return err
-	}
-	ticker, err := tick.New(b, cursors, tick.WithClock(clock), tick.WithUnits(tick.Minute))
+	// In memory, as ordering.RunDemo's: the story's clock is not the
+	// world's, and a cursor left at its date would make the first "ticker
+	// run" on dsn catch up from it (a week of minutes, printed).
+	ticker, err := tick.New(b, tick.NewMemoryStore(), tick.WithClock(clock), tick.WithUnits(tick.Minute))
 	if err != nil {
 		return err
 	}
@@ -285,6 +284,11 @@ func (n *workflowNarrator) try(dsn database) {
 	n.printf("  ticker workflow show --db %s order-2\n", db0)
 	n.printf("  ticker workflow signal --db %s order-4 paid --payload '{\"Reference\": \"card-4\", \"Amount\": %d}'\n", db0, workflowDemoCup)
 	n.printf("  ticker workflow cancel --db %s order-5\n", db0)
+	n.printf("What drives them is the program that registers their code: this demo, now ended.\n")
+	n.printf("\"ticker run\" publishes the passage of time and delivers records; it runs no workflow\n")
+	n.printf("code, so a signal or a cancel recorded here waits for that program. In your own program,\n")
+	n.printf("orchestration.New, Register and Engine.Processor subscribed to tick.MinuteHasPassed drive\n")
+	n.printf("them (example/order/workflow, docs/workflows.md).\n")
 }
 
 // workflowNarrator tells what became of the demo's instances.
