@@ -93,13 +93,9 @@
 // until it ends; it never loses a record. SQLite has one writer at a
 // time, so its positions follow commit order.
 //
-// Each database is a driver: the outbox and its relays call an unexported
-// interface (driver.go), and each database's schema and horizon live in
-// its own file (driver_sqlite.go, driver_postgres.go), picked once when
-// the outbox opens. Unlike River's public driver packages, nothing of this
-// shows in the API and no package gains an import: drivers are not a
-// user's extension point (yet), and a third database is a new pair of
-// files and a line in newDriver.
+// Each database is a driver (driver.go, driver_sqlite.go,
+// driver_postgres.go), picked once when the outbox opens; why drivers are
+// unexported is written once, in docs/design.md.
 //
 // The relay's checkpoints are per sink and per stream, moved only forward
 // (several relays of one sink deliver some records twice, never skip one),
