@@ -14,6 +14,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
 	"github.com/passage-of-time/passage/internal/sqldb"
@@ -96,6 +97,10 @@ type delivery struct {
 	// horizon names a PostgreSQL transaction holding the relays back
 	// (horizon.go); nil on SQLite, or set by "ticker run" alone.
 	horizon *horizon
+	// retention is how long the records every sink passed are kept
+	// (--outbox-retention, retention.go); 0, the other commands', never
+	// prunes.
+	retention time.Duration
 }
 
 // retries is how a relay retries a record a sink refused: after backoff,
@@ -106,11 +111,35 @@ type retries struct {
 	attempts int
 }
 
+// deliveryOption adds to what openDelivery opens ("ticker run"'s).
+type deliveryOption func(box *[]outbox.Option, relay *[]outbox.RelayOption)
+
+// startingFrom starts every sink new to the database where from says
+// (--from).
+func startingFrom(from outbox.From) deliveryOption {
+	return func(_ *[]outbox.Option, relay *[]outbox.RelayOption) {
+		*relay = append(*relay, outbox.WithFrom(from))
+	}
+}
+
+// meteredBy records the outbox's gauges (its size, its oldest record's
+// age) on the command's own provider, as tick's and schedule's: each
+// command (each parallel test) counts alone.
+func meteredBy(mp metric.MeterProvider) deliveryOption {
+	return func(box *[]outbox.Option, _ *[]outbox.RelayOption) {
+		*box = append(*box, outbox.WithMeterProvider(mp))
+	}
+}
+
 // openDelivery opens the outbox of db and a relay per sink, retrying as
 // retry says.
-func openDelivery(ctx context.Context, db *sqldb.DB, senders []sender, retry retries, clock clockwork.Clock, logger *slog.Logger) (*delivery, error) {
+func openDelivery(ctx context.Context, db *sqldb.DB, senders []sender, retry retries, clock clockwork.Clock, logger *slog.Logger, with ...deliveryOption) (*delivery, error) {
 	backoff, attempts := retry.backoff, retry.attempts
-	box, err := outbox.Open(ctx, db.DB, outbox.WithClock(clock))
+	boxOpts, relayOpts := []outbox.Option{outbox.WithClock(clock)}, []outbox.RelayOption(nil)
+	for _, w := range with {
+		w(&boxOpts, &relayOpts)
+	}
+	box, err := outbox.Open(ctx, db.DB, boxOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("open the outbox: %w", err)
 	}
@@ -121,12 +150,12 @@ func openDelivery(ctx context.Context, db *sqldb.DB, senders []sender, retry ret
 		deliver := func(ctx context.Context, m outbox.Message) error {
 			return send(requestsOf(ctx), m.Key, m.Type, m.Body)
 		}
-		rl.r, err = outbox.NewRelay(box, s.name, deliver,
+		rl.r, err = outbox.NewRelay(box, s.name, deliver, append([]outbox.RelayOption{
 			outbox.WithParallel(s.parallel),
 			outbox.WithPoll(relayPoll),
 			outbox.WithBackoff(backoff, max(backoff, relayBackoffMax)),
 			outbox.WithMaxAttempts(attempts),
-			outbox.WithObserver(rl.observer(logger)))
+			outbox.WithObserver(rl.observer(logger))}, relayOpts...)...)
 		if err != nil {
 			return nil, fmt.Errorf("relay to %s: %w", s.name, err)
 		}
@@ -135,10 +164,11 @@ func openDelivery(ctx context.Context, db *sqldb.DB, senders []sender, retry ret
 	return d, nil
 }
 
-// observer counts a relay's lateness and logs each refusal once, with
-// its next attempt, and each parked record.
+// observer counts a relay's lateness, logs each refusal once, with its
+// next attempt, each parked record, and where a new sink started.
 func (rl *relay) observer(logger *slog.Logger) outbox.Observer {
 	return outbox.Observer{
+		Started: rl.started(logger),
 		Delivered: func(_ outbox.Message, late time.Duration) {
 			if rl.late != nil {
 				rl.late(late)
@@ -160,6 +190,29 @@ func (rl *relay) observer(logger *slog.Logger) outbox.Observer {
 			logger.Error("delivery refused too often; the record is parked (ticker status and /metrics show it)",
 				"sink", rl.name, "key", m.Key, "type", m.Type, "attempts", m.Attempt, "err", err)
 		},
+	}
+}
+
+// started logs where a sink new to the database started, once, when
+// that says something: the records it leaves behind, or where --from
+// put it. A sink the database knows resumes without a word, and so does
+// a new one starting now on an outbox holding nothing older (a first
+// run): there is nothing to tell.
+func (rl *relay) started(logger *slog.Logger) func(outbox.Origin) {
+	return func(o outbox.Origin) {
+		if o.Resumed || o.From == outbox.FromNow && o.Skipped == 0 {
+			return
+		}
+		args := []any{"sink", rl.name, "from", o.From.String()}
+		if !o.At.IsZero() {
+			args = append(args, "at", o.At)
+		}
+		args = append(args, "after_record", o.After, "not_delivered", o.Skipped)
+		msg := "a sink new to the database starts here; it is not offered the records before it (--from beginning would)"
+		if o.From == outbox.FromBeginning {
+			msg = "a sink new to the database starts from the oldest record held (--from beginning)"
+		}
+		logger.Info(msg, args...)
 	}
 }
 
@@ -238,6 +291,9 @@ func (d *delivery) run(ctx context.Context, stopping <-chan struct{}, holds func
 	// A holder of the horizon is logged on every replica, the standbys
 	// included: it holds back whichever delivers.
 	wg.Go(func() { d.horizon.watch(ctx, stopping) })
+	if d.retention > 0 {
+		wg.Go(func() { d.pruneWhileHeld(ctx, stopping, holds) })
+	}
 	wg.Wait()
 }
 

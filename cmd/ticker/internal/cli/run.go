@@ -20,6 +20,7 @@ type runFlags struct {
 	holder, adminToken              string
 	window, leaseTTL                time.Duration
 	horizonLimit                    *time.Duration
+	retention                       *retentionFlags
 	max                             int
 	once, schedules                 bool
 	cmd                             *cobra.Command
@@ -48,6 +49,7 @@ func runCommand(env Env) *cobra.Command {
 	fs.StringVar(&f.holder, "holder", "", "lease holder id among replicas (default host:pid:random, unique per process)")
 	fs.BoolVar(&f.schedules, "schedules", true, "fire the schedules stored in --db (\"ticker schedule add\") on minute boundaries, each run recorded with its firing and delivered as a ScheduleRun record through the same sinks; needs minute in --units when there are any; not with --until")
 	f.horizonLimit = addHorizonLimit(c)
+	f.retention = addRetention(c)
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, fmt.Sprintf("how long a dead replica's lease blocks the others (%s to %s)", bounds["lease-ttl"].min, bounds["lease-ttl"].max))
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		cfg, err := f.config(env)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/passage-of-time/passage/internal/timefmt"
+	"github.com/passage-of-time/passage/outbox"
 	"github.com/passage-of-time/passage/tick"
 )
 
@@ -29,7 +30,11 @@ type runConfig struct {
 	leaseTTL   time.Duration
 	// horizonLimit is --horizon-limit (horizon.go).
 	horizonLimit time.Duration
-	sinks        *sinkFlags
+	// retention is --outbox-retention (0: never prune), from --from
+	// (retention.go).
+	retention time.Duration
+	from      outbox.From
+	sinks     *sinkFlags
 }
 
 // backfill reports whether the run is a backfill (--until).
@@ -66,17 +71,20 @@ func (f *runFlags) config(env Env) (runConfig, error) {
 	if err := f.checkIgnored(); err != nil {
 		return cfg, err
 	}
-	if err := checkHorizonLimit(*f.horizonLimit); err != nil {
+	err := checkHorizonLimit(*f.horizonLimit)
+	if err != nil {
 		return cfg, err
 	}
 	cfg.horizonLimit = *f.horizonLimit
+	if cfg.retention, cfg.from, err = f.retention.check(); err != nil {
+		return cfg, err
+	}
 	// A backfill re-emits past boundaries for their receivers; schedules
 	// have catch-up policies of their own and are not fired by it.
 	cfg.schedules = f.schedules && !cfg.backfill()
 	if cfg.holder == "" {
 		cfg.holder = tick.NewHolderID()
 	}
-	var err error
 	cfg.db, err = f.db.database()
 	return cfg, err
 }

@@ -31,9 +31,14 @@ func (r *runner) once(ctx context.Context) error {
 		return r.interrupted(ctx, "once: stopped by a signal before its pass was done")
 	}
 	var dr drained
+	var pr pruned
 	if err == nil {
 		dr = r.out.drain(ctx, r.env.drainTimeout())
 		err = dr.err()
+	}
+	if err == nil {
+		// Pruned while the lease is held, as "run" prunes.
+		pr, err = r.out.pruneOnce(ctx)
 	}
 	released := releaseLease(ctx, r.ticker)
 	if err := errors.Join(err, released); err != nil {
@@ -49,7 +54,7 @@ func (r *runner) once(ctx context.Context) error {
 			line += fmt.Sprintf("; fired %s", plural(int(n), "schedule run", "schedule runs"))
 		}
 	}
-	fmt.Fprintln(r.env.Stderr, line+"; "+dr.summary())
+	fmt.Fprintln(r.env.Stderr, line+"; "+dr.summary()+pr.String())
 	return nil
 }
 
@@ -64,11 +69,15 @@ func (r *runner) backfill(ctx context.Context) error {
 		return r.interrupted(ctx, fmt.Sprintf("stopped by a signal before --until %s", timefmt.Format(until)))
 	}
 	var dr drained
+	var pr pruned
 	if err == nil {
 		// Delivered while the lease is held: another replica's relay
 		// would deliver the same records beside this one.
 		dr = r.out.drain(ctx, r.env.drainTimeout())
 		err = dr.err()
+	}
+	if err == nil {
+		pr, err = r.out.pruneOnce(ctx)
 	}
 	err = errors.Join(err, releaseLease(ctx, r.ticker))
 	if errors.Is(err, tick.ErrNothingToBackfill) {
@@ -77,7 +86,7 @@ func (r *runner) backfill(ctx context.Context) error {
 		return nil
 	}
 	if err == nil {
-		fmt.Fprintf(r.env.Stderr, "backfilled up to %s: %s\n", timefmt.Format(until), dr.summary())
+		fmt.Fprintf(r.env.Stderr, "backfilled up to %s: %s%s\n", timefmt.Format(until), dr.summary(), pr.String())
 	}
 	return err
 }

@@ -74,10 +74,12 @@ func (r *runner) open(ctx context.Context) error {
 	}
 	// What the ticker and the scheduler decide goes to the outbox; the
 	// relays deliver it after the commit (delivery.go).
-	if r.out, err = openDelivery(ctx, r.db, r.senders, r.cfg.sinks.retries(), r.clock, r.logger); err != nil {
+	if r.out, err = openDelivery(ctx, r.db, r.senders, r.cfg.sinks.retries(), r.clock, r.logger,
+		startingFrom(r.cfg.from), meteredBy(r.tel.meters)); err != nil {
 		return err
 	}
 	r.out.horizon = newHorizon(r.db, r.cfg.horizonLimit, r.logger)
+	r.out.retention = r.cfg.retention
 	if err := r.metrics.watchRelays(r.tel.meter(), r.out); err != nil {
 		return err
 	}

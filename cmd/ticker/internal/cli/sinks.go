@@ -32,8 +32,8 @@ func addSinks(c *cobra.Command) *sinkFlags {
 	f := &sinkFlags{cmd: c}
 	fs := c.Flags()
 	fs.Var(&f.webhooks, "webhook", "POST each event as JSON to this http(s) `URL` (repeatable); replaces stdout unless --stdout")
-	fs.StringVar(&f.secretEnv, "webhook-secret-env", "PASSAGE_WEBHOOK_SECRET", "environment variable holding the HMAC-SHA256 secret signing webhook bodies")
-	fs.IntVar(&f.attempts, "webhook-attempts", 360, fmt.Sprintf("deliveries of one record a sink may refuse before the record is parked (listed, never dropped; its stream goes on); each delivery is one request; about an hour of refusals at the default backoff (1 to %d)", maxWebhookAttempts))
+	fs.StringVar(&f.secretEnv, "webhook-secret-env", "PASSAGE_WEBHOOK_SECRET", "environment variable holding the secret that signs webhook requests (Standard Webhooks' webhook-signature, an HMAC-SHA256 of the id, the timestamp and the body): whsec_<base64 of the key>, as Standard Webhooks writes a secret, or any other string, whose bytes are the key (docs/events.md)")
+	fs.IntVar(&f.attempts, "webhook-attempts", 360, fmt.Sprintf("deliveries of one record a sink may refuse before the record is parked (listed, not offered again, and pruned with the delivered records after \"ticker run\"'s --outbox-retention; its stream goes on); each delivery is one request; about an hour of refusals at the default backoff (1 to %d)", maxWebhookAttempts))
 	fs.DurationVar(&f.backoff, "webhook-backoff", 200*time.Millisecond, fmt.Sprintf("wait after a refused delivery before the record is tried again, doubled per refusal up to 10s (%s to %s)", bounds["webhook-backoff"].min, bounds["webhook-backoff"].max))
 	fs.BoolVar(&f.stdout, "stdout", false, "also write JSON lines to stdout when --webhook is given")
 	return f
