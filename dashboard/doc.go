@@ -19,7 +19,9 @@
 //
 //	/                   tickers: each unit's cursor, next boundary, how far behind, lag;
 //	                    the leader's holder and term; ticks emitted and skipped (when a
-//	                    ticker runs in this process, see WithTickerCounts); lag over time
+//	                    ticker runs in this process, see WithTickerCounts); the outbox:
+//	                    the records it holds and when the oldest was recorded, in one
+//	                    statement (outbox.ReadSize); lag over time
 //	/lists              to-do lists: pending, due now, oldest overdue, lag, failing, parked,
 //	                    totals; 50 a page (?page=n), filtered and sorted on the server
 //	                    (?q= a part of the name, ?only=behind|failing|parked,

@@ -1,10 +1,12 @@
 package dashboard
 
 import (
+	"context"
 	"html/template"
 	"net/http"
 	"time"
 
+	"github.com/passage-of-time/passage/outbox"
 	"github.com/passage-of-time/passage/tick"
 )
 
@@ -26,7 +28,27 @@ type tickersData struct {
 	LeaseFor string
 	// LeaseLevel is how bad the lease's state is ("" while live).
 	LeaseLevel string
+	Outbox     outboxSize
 	Chart      template.HTML
+}
+
+// outboxSize is what the outbox holds, as the tickers page says it:
+// how many records, delivered or not, and when the oldest was recorded
+// (pruned after ticker run's --outbox-retention), its age the page's
+// relative time.
+type outboxSize struct {
+	Records int
+	Oldest  *Time
+}
+
+// readOutboxSize reads the outbox's size (outbox.ReadSize: one
+// statement, and none on a database whose outbox was never opened).
+func (d *Dashboard) readOutboxSize(ctx context.Context) (outboxSize, error) {
+	n, oldest, err := outbox.ReadSize(ctx, d.db)
+	if err != nil || n == 0 {
+		return outboxSize{}, err
+	}
+	return outboxSize{Records: n, Oldest: TimeOf(oldest.In(d.loc))}, nil
 }
 
 // tickersPage is the start page: the ticker's units, its lease, what a
@@ -37,7 +59,12 @@ func (d *Dashboard) tickersPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	data := tickersData{Status: st, Chart: lagChart(d.lag.all(), d.loc)}
+	box, err := d.readOutboxSize(r.Context())
+	if err != nil {
+		d.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	data := tickersData{Status: st, Outbox: box, Chart: lagChart(d.lag.all(), d.loc)}
 	var counts map[tick.Unit]TickerCounts
 	if d.counts != nil {
 		counts, data.Counted = d.counts(), true

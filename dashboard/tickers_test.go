@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/dashboard"
+	"github.com/passage-of-time/passage/internal/sqldbtest"
+	"github.com/passage-of-time/passage/outbox"
 	"github.com/passage-of-time/passage/tick"
 )
 
@@ -62,4 +65,30 @@ func TestAPIStatusIsReadStatus(t *testing.T) {
 	require.JSONEq(t, string(wantJSON), string(gotJSON))
 	require.Equal(t, "replica-a", got.Lease.Holder)
 	require.EqualValues(t, 3, got.Lease.Term)
+}
+
+// The tickers page says how many records the outbox holds and how long
+// ago the oldest was recorded, as outbox.ReadSize reads them (the
+// passage_outbox_* gauges' figures); a database whose outbox was never
+// opened holds none, and the page opens nothing.
+func TestBrowserTheTickersPageShowsTheOutboxSize(t *testing.T) {
+	ctx := browser(t)
+	for _, b := range sqldbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			db, _ := b.Open(t)
+			f := newFixture(t, db)
+			srv := f.serveAt(t, start)
+			require.Equal(t, "No records held.", text(t, ctx, srv.URL+"/", "#outbox"))
+
+			clock := clockwork.NewFakeClockAt(start.Add(-3 * time.Hour))
+			box, err := outbox.Open(t.Context(), db.DB, outbox.WithClock(clock))
+			require.NoError(t, err)
+			for i := range 1500 {
+				require.NoError(t, box.WriteTx(t.Context(), db.DB, outbox.Record{Stream: "minute", Key: fmt.Sprint("k", i), Type: "T", Body: []byte("{}")}))
+				clock.Advance(time.Second)
+			}
+			require.Equal(t, "1,500 records held, the oldest recorded 3 h ago.", text(t, ctx, srv.URL+"/", "#outbox"))
+			require.Equal(t, "2026-11-20T06:30:00Z", hovered(t, ctx, "#outbox"))
+		})
+	}
 }
