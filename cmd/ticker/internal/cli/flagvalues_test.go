@@ -104,3 +104,40 @@ func TestFlagErrorsNameTheFlagAndExit2(t *testing.T) {
 		require.Empty(t, r.stdout, c.args)
 	}
 }
+
+func TestBadInputIsNamedAndFails(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(start)
+	db := filepath.Join(t.TempDir(), "passage.db")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--db", db, "--tz", "Mars/Olympus"}, `--tz "Mars/Olympus"`},
+		{[]string{"run", "--db", db, "--units", "minute,fortnight"}, `"fortnight" is not a unit`},
+		{[]string{"run", "--db", db, "--catch-up", "hour=sometimes"}, `policy "sometimes"`},
+		{[]string{"run", "--db", "mysql://root@localhost/x"}, "--db"},
+		{[]string{"run", "--db", "postgres://u@127.0.0.1:1/x?connect_timeout=2"}, "127.0.0.1:1"},
+		{[]string{"run", "--db", db, "--until", "2030-01-01T00:00:00Z"}, "--until 2030-01-01T00:00:00Z is in the future"},
+		{[]string{"run", "--db", db, "--until", "yesterday"}, `--until "yesterday"`},
+		{[]string{"run", "--db", db, "--webhook", "ftp://example.com/hook"}, `--webhook "ftp://example.com/hook"`},
+		{[]string{"run", "--db", db, "--catch-up-window", "-1h"}, "--catch-up-window"},
+		{[]string{"run", "--db", db, "--http", "9090"}, `--http "9090"`},
+		{[]string{"run", "--nonsense"}, "-nonsense"},
+		{[]string{"status", "--db", db, "--tz", "Nowhere"}, `--tz "Nowhere"`},
+		{[]string{"preview", "--unit", "fortnight"}, `--unit "fortnight"`},
+		{[]string{"preview", "-n", "0"}, "-n 0"},
+		{[]string{"preview", "--from", "soon"}, `--from "soon"`},
+		{[]string{"preview", "-n", "abc"}, `invalid value "abc" for flag -n`},
+		{[]string{"explode"}, `unknown command "explode"`},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			t.Parallel()
+			r := run(t, clock, nil, c.args...)
+			require.NotEqual(t, cli.ExitOK, r.code)
+			require.Contains(t, r.stderr, c.want)
+			require.Empty(t, r.stdout, "errors and their hints go to stderr")
+		})
+	}
+}

@@ -16,6 +16,8 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
+	"strconv"
+
 	"github.com/passage-of-time/passage/cmd/ticker/internal/cli"
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
 	"github.com/passage-of-time/passage/internal/sqldbtest"
@@ -178,4 +180,37 @@ func TestHorizonLimitOutOfBoundsOrIgnoredIsAFlagError(t *testing.T) {
 		require.Contains(t, r.stderr, c.want, c.args)
 	}
 	require.NoFileExists(t, db, "nothing opened")
+}
+
+func TestRunServesHealthAndMetrics(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(start)
+	db := filepath.Join(t.TempDir(), "passage.db")
+	r := startRun(t, clock, "--db", db, "--units", "minute,hour", "--http", "127.0.0.1:0")
+	// Two minutes at once: one wake-up emits both boundaries.
+	require.NoError(t, tick.AdvanceAndWait(context.Background(), clock, 2*time.Minute, r.ticker))
+
+	_, addr, ok := strings.Cut(r.stderr.String(), "serving /healthz, /metrics and the dashboard on ")
+	require.True(t, ok, r.stderr.String())
+	base := strings.TrimSpace(strings.SplitN(addr, "\n", 2)[0])
+	get := func(path string) string {
+		resp, err := http.Get(base + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(body)
+	}
+	emitted := len(r.waitRecords(t, 2))
+	require.Equal(t, 2, emitted)
+	require.Equal(t, "ok\n", get("/healthz"))
+	metrics := get("/metrics")
+	require.Contains(t, metrics, `passage_tick_boundaries_emitted_total{unit="minute"} `+strconv.Itoa(emitted))
+	// Read from the database in the same collection as the to-do lists'
+	// figures (which this database, holding no list, has no series of:
+	// TestMetricsFollowTheFakeClock asserts them).
+	require.Contains(t, metrics, "# TYPE passage_delivery_backlog gauge")
+
+	require.Equal(t, cli.ExitOK, r.stop(), r.stderr.String())
 }

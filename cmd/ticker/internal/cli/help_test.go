@@ -65,3 +65,42 @@ func TestVersionAndHelpAsPeopleTypeThem(t *testing.T) {
 	require.True(t, strings.HasPrefix(r.stdout, "Usage: ticker run "), r.stdout)
 	require.Equal(t, cli.ExitUsage, run(t, nil, nil, "help", "nosuch").code)
 }
+
+func TestHelpAndVersionExitZero(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-h"}, {"run", "-h"}, {"status", "-h"}, {"preview", "-h"}, {"demo", "-h"}, {"version"}} {
+		r := run(t, nil, nil, args...)
+		require.Equal(t, cli.ExitOK, r.code, "%v: %s", args, r.stderr)
+		require.NotEmpty(t, r.stdout, "%v", args)
+	}
+	require.Equal(t, cli.ExitUsage, run(t, nil, nil).code, "no command is a usage error")
+}
+
+// Every subcommand's -h lists its flags with their types and defaults,
+// GNU-style since the commands are cobra's: "--db string" (Go's flag
+// package printed "-db string" on a line of its own).
+func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"run"}, {"status"}, {"preview"}, {"serve"}, {"demo"},
+		{"schedule", "preview"}, {"schedule", "add"}, {"schedule", "list"}, {"schedule", "pause"}, {"schedule", "resume"},
+		{"schedule", "trigger"}, {"schedule", "backfill"}, {"schedule", "delete"},
+		{"workflow", "list"}, {"workflow", "show"}, {"workflow", "signal"}, {"workflow", "cancel"},
+	} {
+		r := run(t, nil, nil, append(args, "-h")...)
+		require.Equal(t, cli.ExitOK, r.code, "%v: %s", args, r.stderr)
+		require.NotContains(t, r.stdout, "panic", "%v", args)
+		require.Contains(t, r.stdout, "Flags:\n", "%v", args)
+	}
+	add := run(t, nil, nil, "schedule", "add", "-h").stdout
+	for _, want := range []string{
+		"      --db string ", `(default "passage.db")`, "      --jitter duration ", "      --overlap string ", `(default "allow")`,
+		"      --max-runs int ", "      --catch-up-window duration ", "(default 168h0m0s)",
+	} {
+		require.Contains(t, add, want)
+	}
+	backfill := run(t, nil, nil, "schedule", "backfill", "-h").stdout
+	for _, want := range []string{"      --from string ", "      --to string ", `(default "UTC")`, "      --webhook URL ", "(default 360)", "      --stdout "} {
+		require.Contains(t, backfill, want)
+	}
+}

@@ -112,19 +112,17 @@ func TestMetricsFollowTheFakeClock(t *testing.T) {
 	r := startRun(t, clock, "--db", db, "--units", "minute,hour", "--catch-up", "minute=latest,hour=all", "--http", "127.0.0.1:0")
 	defer func() { require.Equal(t, cli.ExitOK, r.stop(), r.stderr.String()) }()
 
-	var minuteLag, hourLag, lateness delays
-	var minutes, hours, skipped, runs int
-	var emittedMinutes []time.Time
+	var f clockFigures
 
 	// One minute: 12:59 is emitted and its slot fired, 30 s late.
 	require.NoError(t, tick.AdvanceAndWait(context.Background(), clock, time.Minute, r.ticker))
 	now := clock.Now()
 	passed := minutesIn(begin, now)
-	minutes += len(passed)
-	emittedMinutes = append(emittedMinutes, passed...)
-	minuteLag.add(now, passed...)
-	runs += len(passed)
-	lateness.add(now, passed...)
+	f.minutes += len(passed)
+	f.emittedMinutes = append(f.emittedMinutes, passed...)
+	f.minuteLag.add(now, passed...)
+	f.runs += len(passed)
+	f.lateness.add(now, passed...)
 
 	// Three minutes at once: the minute's catch-up is latest only, so
 	// 13:02 is emitted and 13:00 and 13:01 are skipped; the hour catches
@@ -134,18 +132,18 @@ func TestMetricsFollowTheFakeClock(t *testing.T) {
 	now = clock.Now()
 	passed = minutesIn(before, now)
 	last := passed[len(passed)-1]
-	minutes++
-	emittedMinutes = append(emittedMinutes, last)
-	minuteLag.add(now, last)
-	skipped += len(passed) - 1
+	f.minutes++
+	f.emittedMinutes = append(f.emittedMinutes, last)
+	f.minuteLag.add(now, last)
+	f.skipped += len(passed) - 1
 	hour := now.Truncate(time.Hour)
-	hours++
-	hourLag.add(now, hour)
-	runs += len(passed)
-	lateness.add(now, passed...)
+	f.hours++
+	f.hourLag.add(now, hour)
+	f.runs += len(passed)
+	f.lateness.add(now, passed...)
 
 	// Every record on stdout: boundaries, the skip report, the runs.
-	records := r.waitRecords(t, minutes+hours+1+runs)
+	records := r.waitRecords(t, f.minutes+f.hours+1+f.runs)
 	var gotMinutes []time.Time
 	for _, rec := range records {
 		if rec.Type == "MinuteHasPassed" {
@@ -153,7 +151,7 @@ func TestMetricsFollowTheFakeClock(t *testing.T) {
 		}
 	}
 	sort.Slice(gotMinutes, func(i, j int) bool { return gotMinutes[i].Before(gotMinutes[j]) })
-	require.True(t, slices.EqualFunc(emittedMinutes, gotMinutes, time.Time.Equal), "the oracle's minutes %v, the run's %v", emittedMinutes, gotMinutes)
+	require.True(t, slices.EqualFunc(f.emittedMinutes, gotMinutes, time.Time.Equal), "the oracle's minutes %v, the run's %v", f.emittedMinutes, gotMinutes)
 
 	// The relay counts a delivery once the sink took it, after the line
 	// is written.
@@ -161,38 +159,53 @@ func TestMetricsFollowTheFakeClock(t *testing.T) {
 	var m map[string]*dto.MetricFamily
 	require.Eventually(t, func() bool {
 		m = scrape(t, base)
-		f, ok := m["passage_delivery_records_delivered_total"]
-		return ok && f.GetMetric()[0].GetCounter().GetValue() == float64(len(records))
+		fam, ok := m["passage_delivery_records_delivered_total"]
+		return ok && fam.GetMetric()[0].GetCounter().GetValue() == float64(len(records))
 	}, 10*time.Second, 5*time.Millisecond)
 
 	// Each figure is recorded once: by tick, not by the binary as well
 	// (the registry would find a series collected twice, and say so).
 	require.NotContains(t, r.stderr.String(), "collected before", "a series recorded twice")
+	requireClockFigures(t, m, f, len(records))
+}
+
+// clockFigures is what TestMetricsFollowTheFakeClock expects /metrics to
+// show, worked out from the fake clock's advance.
+type clockFigures struct {
+	minuteLag, hourLag, lateness  delays
+	minutes, hours, skipped, runs int
+	emittedMinutes                []time.Time
+}
+
+// requireClockFigures checks the families scraped against f, delivered
+// being the records the stdout relay delivered.
+func requireClockFigures(t *testing.T, m map[string]*dto.MetricFamily, f clockFigures, delivered int) {
+	t.Helper()
 	minute, hr := map[string]string{"unit": "minute"}, map[string]string{"unit": "hour"}
-	require.Equal(t, float64(minutes), value(t, m, "passage_tick_boundaries_emitted_total", minute))
-	require.Equal(t, float64(hours), value(t, m, "passage_tick_boundaries_emitted_total", hr))
-	require.Equal(t, float64(skipped), value(t, m, "passage_tick_boundaries_skipped_total", minute))
+	require.Equal(t, float64(f.minutes), value(t, m, "passage_tick_boundaries_emitted_total", minute))
+	require.Equal(t, float64(f.hours), value(t, m, "passage_tick_boundaries_emitted_total", hr))
+	require.Equal(t, float64(f.skipped), value(t, m, "passage_tick_boundaries_skipped_total", minute))
 	require.Zero(t, value(t, m, "passage_tick_boundaries_skipped_total", hr))
 	require.Zero(t, value(t, m, "passage_tick_publish_failures_total", minute))
 	require.Zero(t, value(t, m, "passage_tick_store_failures_total", nil))
 	for _, c := range []struct {
 		labels map[string]string
 		want   delays
-	}{{minute, minuteLag}, {hr, hourLag}} {
+	}{{minute, f.minuteLag}, {hr, f.hourLag}} {
 		h := series(t, m, "passage_tick_emission_lag_seconds", c.labels).GetHistogram()
 		require.Equal(t, c.want.count, h.GetSampleCount(), "lag count %v", c.labels)
 		require.InDelta(t, c.want.sum, h.GetSampleSum(), 1e-9, "lag sum %v", c.labels)
 		require.Equal(t, c.want.max, value(t, m, "passage_tick_emission_lag_max_seconds", c.labels), "lag max %v", c.labels)
 	}
 
-	require.Equal(t, float64(runs), value(t, m, "passage_schedule_runs_fired_total", nil))
+	require.Equal(t, float64(f.runs), value(t, m, "passage_schedule_runs_fired_total", nil))
 	h := series(t, m, "passage_schedule_run_lateness_seconds", nil).GetHistogram()
-	require.Equal(t, lateness.count, h.GetSampleCount())
-	require.InDelta(t, lateness.sum, h.GetSampleSum(), 1e-9)
-	require.Equal(t, lateness.max, value(t, m, "passage_schedule_run_lateness_max_seconds", nil))
+	require.Equal(t, f.lateness.count, h.GetSampleCount())
+	require.InDelta(t, f.lateness.sum, h.GetSampleSum(), 1e-9)
+	require.Equal(t, f.lateness.max, value(t, m, "passage_schedule_run_lateness_max_seconds", nil))
 
 	stdout := map[string]string{"sink": "stdout"}
-	require.Equal(t, uint64(len(records)), series(t, m, "passage_delivery_lateness_seconds", stdout).GetHistogram().GetSampleCount())
+	require.Equal(t, uint64(delivered), series(t, m, "passage_delivery_lateness_seconds", stdout).GetHistogram().GetSampleCount())
 	require.Zero(t, value(t, m, "passage_delivery_records_refused_total", stdout))
 	require.Zero(t, value(t, m, "passage_delivery_records_parked_total", stdout))
 	require.Zero(t, value(t, m, "passage_delivery_backlog", stdout))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/bus"
@@ -35,34 +36,7 @@ func TestANATSConsumerReadsWhatRunPublishesAsTypedTime(t *testing.T) {
 			clock := clockwork.NewFakeClockAt(start) // 12:00:30 UTC
 			ok(t, run(t, clock, nil, "schedule", "add", "--db", db, "--name", "poll", "--spec", "@every 2m", "--command", "poll"))
 			r := startRun(t, clock, "--db", db, "--units", "minute", "--catch-up", "minute=latest", "--nats", url, "--nats-prefix", prefix)
-
-			// The service: no ticker, a bus, a durable consumer.
-			b, err := bus.New(bus.WithLogger(slog.New(slog.DiscardHandler)))
-			require.NoError(t, err)
-			defer func() { require.NoError(t, b.Close(ctx)) }()
-			var (
-				mu      sync.Mutex
-				minutes []tick.MinuteHasPassed
-				skips   []tick.TicksSkipped
-			)
-			_, err = bus.Subscribe(b, func(_ context.Context, e tick.MinuteHasPassed) error {
-				mu.Lock()
-				defer mu.Unlock()
-				minutes = append(minutes, e)
-				return nil
-			})
-			require.NoError(t, err)
-			_, err = bus.Subscribe(b, func(_ context.Context, e tick.TicksSkipped) error {
-				mu.Lock()
-				defer mu.Unlock()
-				skips = append(skips, e)
-				return nil
-			})
-			require.NoError(t, err)
-			c, err := natsjs.NewConsumer(js, prefix, "orders", b, natsjs.WithLogger(slog.New(slog.DiscardHandler)))
-			require.NoError(t, err)
-			require.NoError(t, c.Start(ctx))
-			defer func() { require.NoError(t, c.Stop(ctx)) }()
+			c, heard := consumeTime(t, js, prefix)
 
 			// 12:01 and 12:02 one at a time; then three minutes at once,
 			// of which latest-only emits 12:05 and reports 12:03 and
@@ -78,12 +52,7 @@ func TestANATSConsumerReadsWhatRunPublishesAsTypedTime(t *testing.T) {
 			wantMinutes := []struct{ at, since time.Time }{
 				{at(1), at(0)}, {at(2), at(1)}, {at(5), at(2)}, {at(6), at(5)},
 			}
-			received := func() (int, int) {
-				mu.Lock()
-				defer mu.Unlock()
-				return len(minutes), len(skips)
-			}
-			require.Eventually(t, func() bool { m, s := received(); return m >= len(wantMinutes) && s >= 1 },
+			require.Eventually(t, func() bool { m, s := heard.received(); return m >= len(wantMinutes) && s >= 1 },
 				10*time.Second, 5*time.Millisecond, "the minutes and the skip report on the service's bus: %s", r.stderr)
 			require.Equal(t, cli.ExitOK, r.stop(), r.stderr.String())
 
@@ -103,8 +72,9 @@ func TestANATSConsumerReadsWhatRunPublishesAsTypedTime(t *testing.T) {
 			}
 			require.Positive(t, runs, "runs on the stream for the consumer to pass by")
 
-			mu.Lock()
-			defer mu.Unlock()
+			heard.mu.Lock()
+			defer heard.mu.Unlock()
+			minutes, skips := heard.minutes, heard.skips
 			require.Len(t, minutes, len(wantMinutes), "each committed minute once")
 			for i, w := range wantMinutes {
 				got := minutes[i]
@@ -123,4 +93,50 @@ func TestANATSConsumerReadsWhatRunPublishesAsTypedTime(t *testing.T) {
 			require.Zero(t, stats.Failed)
 		})
 	}
+}
+
+// timeHeard is what a service's handlers heard of time: the minutes and
+// the skip reports, under mu.
+type timeHeard struct {
+	mu      sync.Mutex
+	minutes []tick.MinuteHasPassed
+	skips   []tick.TicksSkipped
+}
+
+// received returns how many minutes and skip reports were heard.
+func (h *timeHeard) received() (int, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.minutes), len(h.skips)
+}
+
+// consumeTime starts the service: no ticker, a bus whose handlers record
+// what they hear, and a durable consumer "orders" of prefix feeding it;
+// the consumer is stopped, then the bus closed, when the test ends.
+func consumeTime(t *testing.T, js jetstream.JetStream, prefix string) (*natsjs.Consumer, *timeHeard) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := bus.New(bus.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close(ctx)) })
+	heard := &timeHeard{}
+	_, err = bus.Subscribe(b, func(_ context.Context, e tick.MinuteHasPassed) error {
+		heard.mu.Lock()
+		defer heard.mu.Unlock()
+		heard.minutes = append(heard.minutes, e)
+		return nil
+	})
+	require.NoError(t, err)
+	_, err = bus.Subscribe(b, func(_ context.Context, e tick.TicksSkipped) error {
+		heard.mu.Lock()
+		defer heard.mu.Unlock()
+		heard.skips = append(heard.skips, e)
+		return nil
+	})
+	require.NoError(t, err)
+	c, err := natsjs.NewConsumer(js, prefix, "orders", b, natsjs.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, c.Stop(ctx)) })
+	return c, heard
 }

@@ -151,44 +151,7 @@ func TestRunPublishesEachCommittedBoundaryAndRunToNATSOnce(t *testing.T) {
 
 			msgs := streamMsgs(t, js, stream)
 			require.Len(t, msgs, want, "each record once, the stop's drain adding none: %v", msgIDs(msgs))
-			var gotMinutes []string
-			gotRuns := map[string][]time.Time{} // slots by schedule, in stream order
-			for _, m := range msgs {
-				if m.Header.Get(sink.HeaderNATSEvent) == "MinuteHasPassed" {
-					// Time as natsjs lays it out: a CloudEvent whose
-					// body is the boundary's data, whose id is the
-					// record's key.
-					require.Equal(t, prefix+".minute", m.Subject)
-					var data struct {
-						Boundary sink.Time `json:"boundary"`
-					}
-					require.NoError(t, json.Unmarshal(m.Data, &data), string(m.Data))
-					ev := tick.MinuteHasPassed{Passage: tick.Passage{At: data.Boundary.Time}}
-					require.Equal(t, ev.ID(), m.Header.Get(jetstream.MsgIDHeader), "Nats-Msg-Id is the record's key")
-					gotMinutes = append(gotMinutes, ev.ID())
-					continue
-				}
-				var rec struct {
-					Type     string     `json:"type"`
-					ID       string     `json:"id"`
-					RunID    string     `json:"run_id"`
-					Schedule string     `json:"schedule"`
-					Slot     *sink.Time `json:"slot"`
-				}
-				require.NoError(t, json.Unmarshal(m.Data, &rec), string(m.Data))
-				rec.Type, rec.ID = m.Header.Get("ce-type"), m.Header.Get("ce-id") // a CloudEvent's body is its data
-				require.Equal(t, rec.ID, m.Header.Get(jetstream.MsgIDHeader), "Nats-Msg-Id is the record's key")
-				require.Equal(t, rec.Type, m.Header.Get(sink.HeaderNATSEvent))
-				switch rec.Type {
-				case "ScheduleRun":
-					require.Equal(t, runs[rec.ID], rec.RunID, "the run %s the database committed", rec.ID)
-					require.Equal(t, map[string]string{"poll": prefix + ".schedule.poll", "billing.eu": prefix + ".schedule.billing%2Eeu"}[rec.Schedule], m.Subject)
-					require.Equal(t, schedule.SlotID(rec.Schedule, rec.Slot.Time), rec.ID)
-					gotRuns[rec.Schedule] = append(gotRuns[rec.Schedule], rec.Slot.Time)
-				default:
-					t.Fatalf("unexpected record %s", m.Data)
-				}
-			}
+			gotMinutes, gotRuns := readPublished(t, msgs, prefix, runs)
 			require.Equal(t, minutes, gotMinutes, "each minute once, in order")
 			require.Len(t, gotRuns["poll"], 3)
 			require.Len(t, gotRuns["billing.eu"], 2)
@@ -202,6 +165,52 @@ func TestRunPublishesEachCommittedBoundaryAndRunToNATSOnce(t *testing.T) {
 				"created with the window the default flags ask for")
 		})
 	}
+}
+
+// readPublished reads what "ticker run --nats" published under prefix,
+// checking each message's subject, id and fields against runs (the run
+// id of each slot id, as the database committed them): the minutes'
+// keys, and the runs' slots by schedule, in stream order.
+func readPublished(t *testing.T, msgs []*jetstream.RawStreamMsg, prefix string, runs map[string]string) (gotMinutes []string, gotRuns map[string][]time.Time) {
+	t.Helper()
+	gotRuns = map[string][]time.Time{}
+	for _, m := range msgs {
+		if m.Header.Get(sink.HeaderNATSEvent) == "MinuteHasPassed" {
+			// Time as natsjs lays it out: a CloudEvent whose
+			// body is the boundary's data, whose id is the
+			// record's key.
+			require.Equal(t, prefix+".minute", m.Subject)
+			var data struct {
+				Boundary sink.Time `json:"boundary"`
+			}
+			require.NoError(t, json.Unmarshal(m.Data, &data), string(m.Data))
+			ev := tick.MinuteHasPassed{Passage: tick.Passage{At: data.Boundary.Time}}
+			require.Equal(t, ev.ID(), m.Header.Get(jetstream.MsgIDHeader), "Nats-Msg-Id is the record's key")
+			gotMinutes = append(gotMinutes, ev.ID())
+			continue
+		}
+		var rec struct {
+			Type     string     `json:"type"`
+			ID       string     `json:"id"`
+			RunID    string     `json:"run_id"`
+			Schedule string     `json:"schedule"`
+			Slot     *sink.Time `json:"slot"`
+		}
+		require.NoError(t, json.Unmarshal(m.Data, &rec), string(m.Data))
+		rec.Type, rec.ID = m.Header.Get("ce-type"), m.Header.Get("ce-id") // a CloudEvent's body is its data
+		require.Equal(t, rec.ID, m.Header.Get(jetstream.MsgIDHeader), "Nats-Msg-Id is the record's key")
+		require.Equal(t, rec.Type, m.Header.Get(sink.HeaderNATSEvent))
+		switch rec.Type {
+		case "ScheduleRun":
+			require.Equal(t, runs[rec.ID], rec.RunID, "the run %s the database committed", rec.ID)
+			require.Equal(t, map[string]string{"poll": prefix + ".schedule.poll", "billing.eu": prefix + ".schedule.billing%2Eeu"}[rec.Schedule], m.Subject)
+			require.Equal(t, schedule.SlotID(rec.Schedule, rec.Slot.Time), rec.ID)
+			gotRuns[rec.Schedule] = append(gotRuns[rec.Schedule], rec.Slot.Time)
+		default:
+			t.Fatalf("unexpected record %s", m.Data)
+		}
+	}
+	return gotMinutes, gotRuns
 }
 
 // The duplicate window covers the relay's retries and a hand-over: with

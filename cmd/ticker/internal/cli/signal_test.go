@@ -9,7 +9,13 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+
 	"github.com/passage-of-time/passage/cmd/ticker/internal/cli"
+	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
 	"github.com/passage-of-time/passage/tick"
 )
 
@@ -59,4 +65,68 @@ func TestASignalEndsACommandThatNeverReturns(t *testing.T) {
 	case <-time.After(guard):
 		t.Fatal("preview ignored the signal")
 	}
+}
+
+// A SIGTERM while a catch-up is being delivered to a slow receiver ends
+// the run with exit 0; what was recorded stays in the outbox, and the
+// next run delivers the rest. The request in flight may reach the
+// receiver and still count as not delivered (the run stopped before its
+// answer, whichever record it was by then): it comes again under the same
+// Idempotency-Key. None is lost.
+func TestSignalDuringACatchUpLosesNothing(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []string
+	inFlight := make(chan struct{})
+	var once sync.Once
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get(sink.HeaderIdempotency)
+		if key == "minute/2026-11-21T12:03:00Z" {
+			once.Do(func() { close(inFlight); <-release })
+		}
+		mu.Lock()
+		got = append(got, key)
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	delivered := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+
+	clock := clockwork.NewFakeClockAt(start)
+	db := filepath.Join(t.TempDir(), "passage.db")
+	args := []string{"--db", db, "--units", "minute", "--webhook", srv.URL}
+	require.Equal(t, cli.ExitOK, run(t, clock, nil, append([]string{"run", "--once"}, args...)...).code)
+	clock.Advance(10 * time.Minute) // 12:01 … 12:10 are due
+
+	r := startRun(t, clock, args...)
+	<-inFlight // 12:01 and 12:02 delivered, 12:03 on the wire
+	r.cancel() // SIGTERM
+	close(release)
+	require.Equal(t, cli.ExitOK, <-r.done, r.stderr.String())
+	require.GreaterOrEqual(t, len(delivered()), 2)
+
+	rest := run(t, clock, nil, append([]string{"run", "--once"}, args...)...)
+	require.Equal(t, cli.ExitOK, rest.code, rest.stderr)
+	all := delivered()
+	var want, firsts []string
+	seen := map[string]int{}
+	for i := range 10 {
+		want = append(want, fmt.Sprintf("minute/2026-11-21T12:%02d:00Z", i+1))
+	}
+	for _, key := range all {
+		if seen[key]++; seen[key] == 1 {
+			firsts = append(firsts, key)
+		}
+	}
+	require.Equal(t, want, firsts, "every minute, in order: %v", all)
+	again := 0
+	for key, n := range seen {
+		require.LessOrEqual(t, n, 2, "%s delivered %d times", key, n)
+		again += n - 1
+	}
+	require.LessOrEqual(t, again, 1, "only the request in flight at the stop may come twice: %v", all)
 }
