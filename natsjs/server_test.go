@@ -77,7 +77,7 @@ func deleteWithTest(t testing.TB, js jetstream.JetStream, stream string) {
 	t.Cleanup(func() {
 		nc, err := nats.Connect(url)
 		if err != nil {
-			t.Logf("delete stream %s: %v", stream, err)
+			t.Errorf("delete stream %s: %v (it stays on the NATS server)", stream, err)
 			return
 		}
 		defer nc.Close()
@@ -85,7 +85,7 @@ func deleteWithTest(t testing.TB, js jetstream.JetStream, stream string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := js.DeleteStream(ctx, stream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-			t.Logf("delete stream %s: %v", stream, err)
+			t.Errorf("delete stream %s: %v (it stays on the NATS server)", stream, err)
 		}
 	})
 }

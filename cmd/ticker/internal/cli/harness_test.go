@@ -81,16 +81,23 @@ func boundaries(recs []sink.Record) []string {
 }
 
 // background is "ticker run" in its own goroutine, as a process a signal
-// will stop: cancel is SIGINT/SIGTERM, done receives the exit code.
+// will stop: cancel is SIGINT/SIGTERM, done receives the exit code, which
+// stop reads once and keeps.
 type background struct {
 	ticker         *tick.Ticker
 	stdout, stderr *lockedBuffer
 	cancel         context.CancelFunc
 	done           chan int
+
+	stopOnce sync.Once
+	code     int
 }
 
 // startRun starts "ticker run args..." on clock and returns once its ticker
-// has started.
+// has started. The run is stopped when the test ends, if the test did not
+// stop it: a test that failed before its stop left the run writing to its
+// PostgreSQL schema while the cleanup dropped it (registered before, so
+// run after this one).
 func startRun(t testing.TB, clock clockwork.Clock, args ...string) *background {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -107,6 +114,7 @@ func startRun(t testing.TB, clock clockwork.Clock, args ...string) *background {
 	case code := <-r.done:
 		t.Fatalf("ticker run exited with %d before starting: %s", code, r.stderr.String())
 	}
+	t.Cleanup(func() { r.stop() })
 	return r
 }
 
@@ -120,8 +128,12 @@ func (r *background) waitRecords(t *testing.T, n int) []sink.Record {
 	return records(t, r.stdout.String())
 }
 
-// stop signals the run and returns its exit code.
+// stop signals the run and returns its exit code; stopping it again
+// returns the same code.
 func (r *background) stop() int {
-	r.cancel()
-	return <-r.done
+	r.stopOnce.Do(func() {
+		r.cancel()
+		r.code = <-r.done
+	})
+	return r.code
 }

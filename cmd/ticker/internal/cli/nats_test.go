@@ -59,7 +59,7 @@ func natsPrefix(t *testing.T, js jetstream.JetStream) (prefix, stream string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := js.DeleteStream(ctx, stream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-			t.Logf("delete stream %s: %v", stream, err)
+			t.Errorf("delete stream %s: %v (it stays on the NATS server)", stream, err)
 		}
 	})
 	return prefix, stream

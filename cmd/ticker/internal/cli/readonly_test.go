@@ -3,10 +3,8 @@ package cli_test
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/cli"
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/sqldbtest"
 )
 
 // sqliteTables lists a SQLite file's tables through a read-only connection.
@@ -133,40 +132,19 @@ func serverURL(t *testing.T, r *background) string {
 
 func TestStatusOnPostgresIsReadOnly(t *testing.T) {
 	t.Parallel()
-	dsn := os.Getenv("PASSAGE_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("PASSAGE_TEST_POSTGRES not set")
-	}
-	ctx := context.Background()
-	admin, err := sqldb.Open(ctx, dsn)
-	require.NoError(t, err)
-	schema := fmt.Sprintf("status_ro_%d", time.Now().UnixNano())
-	_, err = admin.ExecContext(ctx, `CREATE SCHEMA `+schema)
-	require.NoError(t, err)
-	// Dropped, then closed: a deferred Close ran before the cleanup, whose
-	// DROP then failed unseen and left the schema on the shared server.
-	t.Cleanup(func() {
-		_, err := admin.ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
-		require.NoError(t, err, "drop the test's schema")
-		_ = admin.Close()
-	})
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
+	db, dsn := sqldbtest.Postgres(t) // skips without PASSAGE_TEST_POSTGRES
 
-	r := run(t, nil, nil, "status", "--db", u.String())
+	r := run(t, nil, nil, "status", "--db", dsn)
 	require.Equal(t, cli.ExitError, r.code, r.stdout)
 	require.Contains(t, r.stderr, "holds no ticker state")
 	var n int
-	require.NoError(t, admin.GetContext(ctx, &n, `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = $1`, schema))
+	require.NoError(t, db.GetContext(context.Background(), &n, `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema()`))
 	require.Zero(t, n, "status created tables")
 
 	// With a ticker's state, status reads it.
 	clock := clockwork.NewFakeClockAt(start)
-	require.Equal(t, cli.ExitOK, run(t, clock, nil, "run", "--once", "--db", u.String(), "--units", "hour").code)
-	r = run(t, clock, nil, "status", "--db", u.String())
+	require.Equal(t, cli.ExitOK, run(t, clock, nil, "run", "--once", "--db", dsn, "--units", "hour").code)
+	r = run(t, clock, nil, "status", "--db", dsn)
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.Regexp(t, `hour\s+2026-11-21T12:00:00Z`, r.stdout)
 }

@@ -106,7 +106,7 @@ func TestSignalDuringACatchUpLosesNothing(t *testing.T) {
 	<-inFlight // 12:01 and 12:02 delivered, 12:03 on the wire
 	r.cancel() // SIGTERM
 	close(release)
-	require.Equal(t, cli.ExitOK, <-r.done, r.stderr.String())
+	require.Equal(t, cli.ExitOK, r.stop(), r.stderr.String())
 	require.GreaterOrEqual(t, len(delivered()), 2)
 
 	rest := run(t, clock, nil, append([]string{"run", "--once"}, args...)...)

@@ -55,6 +55,7 @@ func startBounded(t *testing.T, clock clockwork.Clock, bound time.Duration, args
 	case code := <-r.done:
 		t.Fatalf("ticker run exited with %d before starting: %s", code, r.stderr.String())
 	}
+	t.Cleanup(func() { r.stop() })
 	return r
 }
 

@@ -48,7 +48,7 @@ func natsPrefix(t *testing.T, js jetstream.JetStream) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := js.DeleteStream(ctx, sink.NATSStreamName(prefix)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-			t.Logf("delete the stream of %s: %v", prefix, err)
+			t.Errorf("delete the stream of %s: %v (it stays on the NATS server)", prefix, err)
 		}
 	})
 	return prefix
