@@ -88,7 +88,10 @@ func TestARefusedRunIsCommittedAndDeliveredLaterUnderTheSameKey(t *testing.T) {
 			t.Parallel()
 			recv := newRefusingReceiver(t, 2)
 			clock := clockwork.NewFakeClockAt(start)
-			ok(t, run(t, clock, nil, "schedule", "add", "--db", db, "--name", "poll", "--spec", "@every 5m", "--command", "poll"))
+			// One slot, 12:05, before 12:15: the retries below may need
+			// minutes up to 12:12, and a second run of the schedule among
+			// them would reach the receiver beside the refused one.
+			ok(t, run(t, clock, nil, "schedule", "add", "--db", db, "--name", "poll", "--spec", "@every 10m from 2026-11-21T11:55:00Z", "--command", "poll"))
 			r := startRun(t, clock, "--db", db, "--units", "minute", "--webhook", recv.srv.URL, "--webhook-backoff", "1s")
 			// Delivery follows each commit on the relay's goroutine, and a
 			// retry waits out its backoff on the fake clock: wait for each
