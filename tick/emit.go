@@ -61,7 +61,11 @@ func (t *Ticker) pass(ctx context.Context, now time.Time, m passMode) (out outco
 			// emitting goroutine.
 			_ = t.storeFailed("", failed)
 			if lost != nil {
+				t.heldTerm = 0
 				t.lostLease(lostAt, k.term, lost)
+				if f := t.cfg.observer.LeaseLost; f != nil {
+					f(LeaseLoss{At: lostAt, Term: k.term, Err: lost})
+				}
 				if !errors.Is(err, ErrLeaseLost) {
 					err = errors.Join(err, lost)
 				}
@@ -117,7 +121,19 @@ func (t *Ticker) takeLease(ctx context.Context, seen *Lease) (*leaseHold, error)
 	}
 	*seen = l
 	if l.Holder != t.cfg.holder {
+		if f := t.cfg.observer.LeaseLost; f != nil && t.heldTerm != 0 {
+			// Held at the previous pass and taken over since: this
+			// process stalled past the ttl between two passes.
+			f(LeaseLoss{At: now, Term: t.heldTerm, Err: fmt.Errorf("%w: %q took it at term %d", ErrLeaseLost, l.Holder, l.Term)})
+		}
+		t.heldTerm, t.otherHolder = 0, l.Holder
 		return nil, fmt.Errorf("%w: %q until %s", ErrNotLeader, l.Holder, timefmt.Format(l.Expires))
+	}
+	if l.Term != t.heldTerm {
+		if f := t.cfg.observer.LeaseTaken; f != nil {
+			f(LeaseTake{Term: l.Term, At: now, From: t.otherHolder})
+		}
+		t.heldTerm, t.otherHolder = l.Term, ""
 	}
 	return &leaseHold{term: l.Term, taken: now}, nil
 }

@@ -23,6 +23,25 @@ type Observer struct {
 	// that are the store doing its job — ErrCursorMoved and ErrLeaseLost —
 	// are not failures and are not reported here.
 	StoreFailed func(err error)
+	// LeaseTaken is called when a pass takes the lease at a term this
+	// ticker did not hold at its previous pass: its first, or one after
+	// it waited as a standby or lost the lease (WithLease only).
+	LeaseTaken func(t LeaseTake)
+	// LeaseLost is called when a pass loses the lease it held, as
+	// LastLeaseLoss then reports it.
+	LeaseLost func(l LeaseLoss)
+}
+
+// LeaseTake is a lease taken by a pass (Observer.LeaseTaken).
+type LeaseTake struct {
+	// Term is the lease's new fencing term.
+	Term int64
+	// At is when the pass took it, by the ticker's clock.
+	At time.Time
+	// From is the holder this ticker last found holding the lease while
+	// it stood by, or "" when it saw none: a first take, or one right
+	// after it lost the lease itself.
+	From string
 }
 
 // Stats are a Ticker's running totals since New.

@@ -53,6 +53,11 @@ type Ticker struct {
 	health    health        // guarded by mu; see Health
 	keeping   *keeper       // guarded by mu; the keeper of the pass in flight, if any
 	leaseLoss LeaseLoss     // guarded by mu; see LastLeaseLoss
+	// heldTerm is the term of the lease the last pass held (0: none),
+	// and otherHolder the holder a pass last found holding it instead;
+	// both guarded by emitMu, for Observer.LeaseTaken.
+	heldTerm    int64
+	otherHolder string
 }
 
 // New returns a Ticker publishing to pub and keeping its cursors in store.

@@ -505,6 +505,18 @@ func (d *delivery) drain(ctx context.Context, timeout time.Duration) drained {
 	return out
 }
 
+// total is what every relay of d delivered and parked since it opened,
+// by Pass or Run.
+func (d *delivery) total() outbox.Stats {
+	var t outbox.Stats
+	for _, rl := range d.relays {
+		s := rl.r.Stats()
+		t.Delivered += s.Delivered
+		t.Parked += s.Parked
+	}
+	return t
+}
+
 // leftover says how many records every sink has yet to take, for the
 // line a stopping command prints ("" when that cannot be read).
 func (d *delivery) leftover(ctx context.Context) string {

@@ -124,10 +124,20 @@ func (r *runner) stop(ctx context.Context, srv *http.Server, stopRelays func(con
 		lease = fmt.Sprintf("%v: it lapses after --lease-ttl", err)
 	}
 	line := "stopped; " + cursorsLine(ctx, r.store, r.cfg.loc) + "; " + lease
+	// The stop's line counts what the whole run delivered, the drain's
+	// included: the drain alone found little to do after the relays (it
+	// said "delivered 0 records" after a run that delivered them all).
+	total := r.out.total()
 	if held {
+		dr.delivered, dr.parked = int(total.Delivered), int(total.Parked)
 		line += "; " + dr.summary()
-	} else if left := r.out.leftover(ctx); left != "" {
-		line += "; " + left
+	} else {
+		if total.Delivered > 0 {
+			line += fmt.Sprintf("; delivered %s while it held the lease", plural(int(total.Delivered), "record", "records"))
+		}
+		if left := r.out.leftover(ctx); left != "" {
+			line += "; " + left
+		}
 	}
 	for _, n := range notes {
 		line += "; " + n

@@ -111,7 +111,7 @@ func (r *runner) newTicker(ctx context.Context) error {
 	}
 	opts := append(r.cfg.opts,
 		tick.WithLease(r.cfg.holder, r.cfg.leaseTTL),
-		tick.WithObserver(r.metrics.observer()),
+		tick.WithObserver(r.leaseLog(r.metrics.observer())),
 		tick.WithLogger(r.logger),
 		// The command's own providers, not the globals they were just
 		// installed as: each command (each parallel test) counts alone.
@@ -137,4 +137,20 @@ func (r *runner) close() {
 		_ = r.db.Close()
 	}
 	closeSenders(r.senders)
+}
+
+// leaseLog adds to obs a log line when this replica takes the lease over
+// from another (a standby becoming the one that emits and delivers) and
+// when it loses it; a first take at start is said by the "running as"
+// line already.
+func (r *runner) leaseLog(obs tick.Observer) tick.Observer {
+	obs.LeaseTaken = func(t tick.LeaseTake) {
+		if t.From != "" {
+			r.logger.Info("took the lease over: this replica emits and delivers now", "holder", r.cfg.holder, "from", t.From, "term", t.Term)
+		}
+	}
+	obs.LeaseLost = func(l tick.LeaseLoss) {
+		r.logger.Warn("lost the lease: standing by while another replica emits and delivers", "holder", r.cfg.holder, "term", l.Term, "error", l.Err)
+	}
+	return obs
 }
