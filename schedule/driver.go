@@ -29,6 +29,8 @@ type driver interface {
 	lockSchedule(ctx context.Context, tx *sqlx.Tx, name string) (st state, found bool, err error)
 	// schedules reads every schedule's row, by name.
 	schedules(ctx context.Context, q sqlx.ExtContext) ([]state, error)
+	// countSchedules counts the schedules' rows.
+	countSchedules(ctx context.Context, q sqlx.ExtContext) (int, error)
 	// schedulesOf reads the rows of the named schedules, not locked; a
 	// name not stored is not in the map.
 	schedulesOf(ctx context.Context, q sqlx.ExtContext, names []string) (map[string]state, error)

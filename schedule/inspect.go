@@ -44,6 +44,32 @@ type Stored struct {
 	Open int
 }
 
+// HasState reports whether the database q reads holds schedules: whether
+// [Open] ever created the package's tables there, even if every schedule
+// was deleted since. A command that must not create them (a mistyped
+// database would be left with new tables) asks it before calling Open.
+func HasState(ctx context.Context, q sqlx.ExtContext) (bool, error) {
+	ok, err := sqldb.HasTableWithPrefix(ctx, q, "schedule_")
+	if err != nil {
+		return false, fmt.Errorf("schedule: look for the schedules' tables: %w", err)
+	}
+	return ok, nil
+}
+
+// Count returns how many schedules are stored, paused and ended ones
+// included: none in a database without the package's tables.
+func Count(ctx context.Context, q sqlx.ExtContext) (int, error) {
+	ok, err := HasState(ctx, q)
+	if err != nil || !ok {
+		return 0, err
+	}
+	n, err := driverFor(q).countSchedules(ctx, q)
+	if err != nil {
+		return 0, fmt.Errorf("schedule: count schedules: %w", err)
+	}
+	return n, nil
+}
+
 // ReadSchedules returns every stored schedule, by name, without
 // migrating.
 func ReadSchedules(ctx context.Context, q sqlx.ExtContext) ([]Stored, error) {

@@ -3,10 +3,12 @@ package schedule_test
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
@@ -166,4 +168,53 @@ func TestReadRunsRejectsALimitOutOfRange(t *testing.T) {
 		_, err := schedule.ReadRuns(context.Background(), db, "hourly", limit)
 		require.ErrorContains(t, err, `schedule: read runs of "hourly": limit`)
 	}
+}
+
+// HasState and Count read a database without migrating it: none of the
+// package's tables reads as no schedules, and creates none; once Open
+// ran, Count counts every stored schedule, paused ones included, and
+// HasState stays true after the last one is deleted.
+func TestHasStateAndCountReadWithoutMigrating(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sqldbtest.CheckHasState(t, hasSchedules, "tick_cursors", func(t *testing.T, db *sqldb.DB) *schedule.Scheduler {
+		clock := clockwork.NewFakeClockAt(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
+		return newNode(t, db.DB, clock, &recorder{}).s
+	}, func(t *testing.T, db *sqldb.DB, s *schedule.Scheduler) {
+		_, err := s.Sync(ctx,
+			schedule.Definition{Name: "hourly", Spec: mustSpec(t)(schedule.Cron("0 * * * *", nil))},
+			schedule.Definition{Name: "nightly", Spec: mustSpec(t)(schedule.Cron("@daily", nil))},
+			schedule.Definition{Name: "paused", Spec: mustSpec(t)(schedule.Cron("@daily", nil))})
+		require.NoError(t, err)
+		require.NoError(t, s.Pause(ctx, "paused"))
+		tx, err := db.BeginTxx(ctx, nil)
+		require.NoError(t, err)
+		count, err := schedule.Count(ctx, tx)
+		require.NoError(t, err)
+		require.Equal(t, 3, count, "through a transaction, the paused one counted")
+		require.NoError(t, tx.Rollback())
+
+		for _, name := range []string{"hourly", "nightly", "paused"} {
+			require.NoError(t, s.Delete(ctx, name))
+		}
+		count, err = schedule.Count(ctx, db)
+		require.NoError(t, err)
+		require.Zero(t, count)
+		has, err := schedule.HasState(ctx, db)
+		require.NoError(t, err)
+		require.True(t, has, "the tables stay when the schedules go")
+	})
+}
+
+// hasSchedules is schedule.HasState, and fails where Count disagrees
+// with it: a database without the tables holds no schedules.
+func hasSchedules(ctx context.Context, q sqlx.ExtContext) (bool, error) {
+	has, err := schedule.HasState(ctx, q)
+	if err != nil || has {
+		return has, err
+	}
+	if n, err := schedule.Count(ctx, q); err != nil || n != 0 {
+		return false, fmt.Errorf("no tables, yet Count says %d, %v", n, err)
+	}
+	return false, nil
 }

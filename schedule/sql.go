@@ -89,6 +89,7 @@ const (
 	scheduleColumns = `name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot, jitter, overlap`
 	selectSchedule  = `SELECT ` + scheduleColumns + ` FROM schedule_schedules WHERE name = ?`
 	selectSchedules = `SELECT ` + scheduleColumns + ` FROM schedule_schedules ORDER BY name`
+	countSchedules  = `SELECT COUNT(*) FROM schedule_schedules`
 	insertSchedule  = `INSERT INTO schedule_schedules (name, spec, hash, command, payload, catch_up, max_runs, until, next_slot, jitter, overlap)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	updateDefinition = `UPDATE schedule_schedules
@@ -129,6 +130,12 @@ func (portable) schedules(ctx context.Context, q sqlx.ExtContext) ([]state, erro
 	var rows []state
 	err := sqlx.SelectContext(ctx, q, &rows, selectSchedules)
 	return rows, err
+}
+
+func (portable) countSchedules(ctx context.Context, q sqlx.ExtContext) (int, error) {
+	var n int
+	err := sqlx.GetContext(ctx, q, &n, countSchedules)
+	return n, err
 }
 
 // definitionArgs are a row's definition and next slot, in the order of

@@ -18,6 +18,15 @@ import (
 // and no lease. They read through a *sqlx.DB, or a *sqlx.Tx for a
 // consistent snapshot of several reads.
 
+// HasState reports whether the database q reads holds a ticker's state:
+// whether [NewSQLStore] ever created its tables there, whatever they hold
+// now. A status command asks it first, to tell a database the ticker
+// never ran on from one whose cursors are all still to come.
+func HasState(ctx context.Context, q sqlx.ExtContext) (bool, error) {
+	ok, err := sqldb.HasTableWithPrefix(ctx, q, "tick_")
+	return ok, wrapRead("look for the ticker's tables", err)
+}
+
 // ReadCursors returns the cursor of every unit the ticker stored: what
 // [SQLStore.Cursors] returns, without migrating.
 func ReadCursors(ctx context.Context, q sqlx.ExtContext) (map[Unit]time.Time, error) {

@@ -106,3 +106,15 @@ func TestReadingAnEmptyDatabaseCreatesNothing(t *testing.T) {
 		})
 	}
 }
+
+// HasState tells a database the ticker never ran on from one it did,
+// creates nothing to find out, and does not take another package's
+// tables for the ticker's.
+func TestHasStateSaysWhetherATickerRanOnTheDatabase(t *testing.T) {
+	t.Parallel()
+	sqldbtest.CheckHasState(t, HasState, "todolist_items", func(t *testing.T, db *sqldb.DB) *SQLStore {
+		store, err := NewSQLStore(context.Background(), db.DB)
+		require.NoError(t, err)
+		return store
+	}, nil)
+}

@@ -47,6 +47,14 @@ func hasTables(ctx context.Context, q sqldb.Queryer) (bool, error) {
 	return tables["todolist_items"] && tables["todolist_counters"], nil
 }
 
+// HasState reports whether the database q reads holds to-do lists:
+// whether [Open] ever created the package's tables there, whatever they
+// hold now.
+func HasState(ctx context.Context, q sqlx.ExtContext) (bool, error) {
+	ok, err := sqldb.HasTableWithPrefix(ctx, q, "todolist_")
+	return ok, wrapRead("look for the to-do lists' tables", err)
+}
+
 // ReadStats returns the [Stats] of every list at now, by name: what
 // [AllStats] returns, without migrating. It reads every item, so it is
 // meant for status pages; [ReadListStats] reads one list.

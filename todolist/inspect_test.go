@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/internal/sqldbtest"
 	"github.com/passage-of-time/passage/todolist"
 )
 
@@ -348,4 +349,13 @@ func TestReadItemsRejectsBadArguments(t *testing.T) {
 		_, err := todolist.ReadItems(ctx, db, "", false, todolist.Cursor{}, 10, t0)
 		require.Error(t, err)
 	})
+}
+
+// HasState tells a database without to-do lists from one where a list was
+// opened, even one left empty, and creates nothing to find out.
+func TestHasStateSaysWhetherAListWasOpenedOnTheDatabase(t *testing.T) {
+	t.Parallel()
+	sqldbtest.CheckHasState(t, todolist.HasState, "tick_cursors", func(t *testing.T, db *sqldb.DB) *todolist.List {
+		return openList(t, db, "orders")
+	}, nil)
 }

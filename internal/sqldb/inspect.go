@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -34,4 +35,21 @@ func Tables(ctx context.Context, q Queryer) (map[string]bool, error) {
 		tables[n] = true
 	}
 	return tables, nil
+}
+
+// HasTableWithPrefix reports whether q sees a table whose name starts with
+// prefix: a package's tables are all named <package>_…, so that this
+// says whether the package ever migrated the database, creating nothing
+// to find out. Each package's HasState asks it with its own prefix.
+func HasTableWithPrefix(ctx context.Context, q Queryer, prefix string) (bool, error) {
+	tables, err := Tables(ctx, q)
+	if err != nil {
+		return false, err
+	}
+	for name := range tables {
+		if strings.HasPrefix(name, prefix) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

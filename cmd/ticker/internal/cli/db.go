@@ -131,8 +131,8 @@ func (db database) liveReadOnly(ctx context.Context) (*sqldb.DB, error) {
 	return openRead(ctx, db.dsn, db.maxConns, true)
 }
 
-// snapshot opens the database read-only in one read-only transaction,
-// with the tables it holds (openSnapshot).
+// snapshot opens the database read-only in one read-only transaction
+// (openSnapshot).
 func (db database) snapshot(ctx context.Context) (*snapshot, error) {
 	return openSnapshot(ctx, db.dsn, db.maxConns)
 }

@@ -139,7 +139,7 @@ func refuseNonEmpty(ctx context.Context, dsn database) error {
 		return err
 	}
 	defer db.Close()
-	tables, err := tablesIn(ctx, db, db.Dialect)
+	tables, err := sqldb.Tables(ctx, db)
 	if err != nil {
 		return fmt.Errorf("--db %s: %w", dsn, err)
 	}

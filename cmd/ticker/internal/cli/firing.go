@@ -92,9 +92,11 @@ type firingOf struct {
 func openFiring(ctx context.Context, o firingOf, opts ...schedule.Option) (*firing, error) {
 	db, units, out, clock, logger, m := o.db, o.units, o.out, o.clock, o.logger, o.metrics
 	if !slices.Contains(units, tick.Minute) {
-		n, err := countSchedules(ctx, db)
+		// Counted without migrating: a database without the schedules'
+		// tables holds none, and is left without them.
+		n, err := schedule.Count(ctx, db)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("count the schedules: %w", err)
 		}
 		if n > 0 {
 			noun := "schedules, which fire"
@@ -164,23 +166,6 @@ func (f *firing) process(ctx context.Context, boundary time.Time) error {
 		return fmt.Errorf("fire the schedules due at %s: %w", timefmt.Format(boundary), err)
 	}
 	return nil
-}
-
-// countSchedules counts the stored schedules without creating anything: a
-// database without the schedule tables holds none.
-func countSchedules(ctx context.Context, db *sqldb.DB) (int, error) {
-	tables, err := tablesIn(ctx, db, db.Dialect)
-	if err != nil {
-		return 0, err
-	}
-	if !tables[scheduleTable] {
-		return 0, nil
-	}
-	var n int
-	if err := db.GetContext(ctx, &n, `SELECT COUNT(*) FROM `+scheduleTable); err != nil {
-		return 0, fmt.Errorf("count the schedules: %w", err)
-	}
-	return n, nil
 }
 
 func joinUnits(units []tick.Unit) string {

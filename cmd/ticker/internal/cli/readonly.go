@@ -17,6 +17,8 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/tick"
+	"github.com/passage-of-time/passage/todolist"
 )
 
 // What "status" and /metrics show is read by the packages' inspection
@@ -166,55 +168,29 @@ func quiescentWAL(path string) bool {
 	return string(header[:16]) == "SQLite format 3\x00" && header[18] == 2 && header[19] == 2
 }
 
-// queryer is a database handle or a transaction.
-type queryer interface {
-	sqlx.QueryerContext
-	Rebind(string) string
-}
-
 // errNoState is returned for a database that holds no passage state.
 var errNoState = errors.New("holds no ticker state (no tick_ or todolist_ tables): is it the database \"ticker run\" uses?")
 
-// tablesIn lists the tables q sees: SQLite's, or those on PostgreSQL's
-// search path.
-func tablesIn(ctx context.Context, q queryer, dialect sqldb.Dialect) (map[string]bool, error) {
-	query := `SELECT name FROM sqlite_master WHERE type = 'table'`
-	if dialect == sqldb.Postgres {
-		query = `SELECT table_name FROM information_schema.tables WHERE table_schema = ANY (current_schemas(false))`
-	}
-	var names []string
-	if err := sqlx.SelectContext(ctx, q, &names, query); err != nil {
-		return nil, fmt.Errorf("list tables: %w", err)
-	}
-	tables := make(map[string]bool, len(names))
-	for _, n := range names {
-		tables[n] = true
-	}
-	return tables, nil
-}
-
-// hasState reports whether tables include any of passage's ticker or
-// to-do list tables.
-func hasState(tables map[string]bool) bool {
-	for name := range tables {
-		if strings.HasPrefix(name, "tick_") || strings.HasPrefix(name, "todolist_") {
-			return true
+// hasState reports whether q's database holds a ticker's state or to-do
+// lists, asking each package without migrating.
+func hasState(ctx context.Context, q sqlx.ExtContext) (bool, error) {
+	for _, has := range []func(context.Context, sqlx.ExtContext) (bool, error){tick.HasState, todolist.HasState} {
+		if ok, err := has(ctx, q); err != nil || ok {
+			return ok, err
 		}
 	}
-	return false
+	return false, nil
 }
 
 // redact is dsn without a password, for error messages (sqldb.Redact).
 func redact(dsn string) string { return sqldb.Redact(dsn) }
 
 // snapshot is a database opened read-only (openRead) and one
-// read-only transaction over it — a consistent view, deferred on SQLite (a
-// reader, which never waits for WAL writers) and READ ONLY on PostgreSQL —
-// with the tables the database holds.
+// read-only transaction over it: a consistent view, deferred on SQLite (a
+// reader, which never waits for WAL writers) and READ ONLY on PostgreSQL.
 type snapshot struct {
-	db     *sqldb.DB
-	tx     *sqlx.Tx
-	tables map[string]bool
+	db *sqldb.DB
+	tx *sqlx.Tx
 }
 
 // openSnapshot opens dsn as a snapshot, its pool bounded at maxConns;
@@ -229,13 +205,7 @@ func openSnapshot(ctx context.Context, dsn string, maxConns int) (*snapshot, err
 		_ = db.Close()
 		return nil, fmt.Errorf("read %s: %w", redact(dsn), err)
 	}
-	tables, err := tablesIn(ctx, tx, db.Dialect)
-	if err != nil {
-		_ = tx.Rollback()
-		_ = db.Close()
-		return nil, fmt.Errorf("read %s: %w", redact(dsn), err)
-	}
-	return &snapshot{db: db, tx: tx, tables: tables}, nil
+	return &snapshot{db: db, tx: tx}, nil
 }
 
 func (s *snapshot) close() {

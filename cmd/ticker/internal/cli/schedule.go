@@ -34,11 +34,6 @@ const specHelp = `a cron expression ("0 12 * * FRI", 6 fields with seconds first
 	`"@every 8h" (from the Unix epoch) or "@every 8h from INSTANT", or an iCalendar recurrence: ` +
 	`a DTSTART line and RRULE, RDATE, EXDATE lines, separated by newlines or \n`
 
-// scheduleTable is the schedule package's table of schedules, read here
-// without the package (which would create its tables) by "schedule list"
-// and by the checks that must not create anything.
-const scheduleTable = "schedule_schedules"
-
 // errNoSchedules is returned for a database without the schedule tables.
 var errNoSchedules = errors.New(`no schedules: the database has no schedule tables (add one with "ticker schedule add")`)
 
@@ -116,12 +111,12 @@ func withSchedules(ctx context.Context, env Env, db database, prefix string, han
 	if err != nil {
 		return err
 	}
-	tables, err := tablesIn(ctx, ro, ro.Dialect)
+	has, err := schedule.HasState(ctx, ro)
 	_ = ro.Close()
 	if err != nil {
 		return fmt.Errorf("read %s: %w", db, err)
 	}
-	if !tables[scheduleTable] {
+	if !has {
 		return fmt.Errorf("%s--db %s: %w", prefix, db, errNoSchedules)
 	}
 	w, err := db.open(ctx)

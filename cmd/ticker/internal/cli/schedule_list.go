@@ -8,11 +8,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/spf13/cobra"
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
-	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/schedule"
 )
@@ -66,46 +64,37 @@ func scheduleListCommand(env Env) *cobra.Command {
 }
 
 // readSchedules reads every schedule db holds, by name, times in loc.
-// Read-only, like status: the schedule package would create its tables in
-// a database that has none (readonly.go).
+// Read-only, like status, through the schedule package's inspection,
+// which never migrates: schedule.Open would create its tables in a
+// database that has none (readonly.go).
 func readSchedules(ctx context.Context, db database, loc *time.Location) ([]listedSchedule, error) {
 	snap, err := db.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer snap.close()
-	if !snap.tables[scheduleTable] {
+	if has, err := schedule.HasState(ctx, snap.tx); err != nil {
+		return nil, fmt.Errorf("read %s: %w", db, err)
+	} else if !has {
 		return nil, fmt.Errorf("--db %s: %w", db, errNoSchedules)
 	}
-	var rows []struct {
-		Name     string `db:"name"`
-		Spec     string `db:"spec"`
-		Command  string `db:"command"`
-		Paused   int    `db:"paused"`
-		Runs     int64  `db:"runs"`
-		Skipped  int64  `db:"skipped"`
-		NextSlot int64  `db:"next_slot"`
-		MaxRuns  int64  `db:"max_runs"`
-		Until    int64  `db:"until"`
-		Jitter   int64  `db:"jitter"`
-		Overlap  string `db:"overlap"`
-	}
-	if err := sqlx.SelectContext(ctx, snap.tx, &rows, `SELECT name, spec, command, paused, runs, skipped, next_slot, max_runs, until, jitter, overlap FROM `+scheduleTable+` ORDER BY name`); err != nil {
+	stored, err := schedule.ReadSchedules(ctx, snap.tx)
+	if err != nil {
 		return nil, fmt.Errorf("read the schedules: %w", err)
 	}
 	list := []listedSchedule{} // [] rather than null in JSON
-	for _, r := range rows {
-		l := listedSchedule{Name: r.Name, Paused: r.Paused != 0, Runs: r.Runs, Skipped: r.Skipped, Command: r.Command, Spec: r.Spec, MaxRuns: r.MaxRuns}
-		if r.NextSlot != 0 {
-			l.Next = sink.TimeOf(sqldb.DecodeTime(r.NextSlot).In(loc))
+	for _, s := range stored {
+		l := listedSchedule{Name: s.Name, Paused: s.Paused, Runs: s.Runs, Skipped: s.Skipped, Command: s.Command, Spec: s.Spec, MaxRuns: int64(s.MaxRuns)}
+		if !s.Next.IsZero() {
+			l.Next = sink.TimeOf(s.Next.In(loc))
 		}
-		if r.Until != 0 { // 0 is stored for no end
-			l.Until = sink.TimeOf(sqldb.DecodeTime(r.Until).In(loc))
+		if !s.Until.IsZero() {
+			l.Until = sink.TimeOf(s.Until.In(loc))
 		}
-		if r.Jitter != 0 {
-			l.Jitter = time.Duration(r.Jitter).String()
+		if s.Jitter != 0 {
+			l.Jitter = s.Jitter.String()
 		}
-		if o := overlapName(r.Overlap); o != schedule.AllowOverlap.String() {
+		if o := overlapName(s.Overlap.String()); o != schedule.AllowOverlap.String() {
 			l.Overlap = o
 		}
 		list = append(list, l)

@@ -46,7 +46,9 @@ func status(ctx context.Context, env Env, db database, loc *time.Location, asJSO
 		return err
 	}
 	defer snap.close()
-	if !hasState(snap.tables) {
+	if has, err := hasState(ctx, snap.tx); err != nil {
+		return fmt.Errorf("read %s: %w", db, err)
+	} else if !has {
 		return fmt.Errorf("--db %s: %w", db, errNoState)
 	}
 	// The same function serves the dashboard's /api/status, so the two

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
+	"github.com/passage-of-time/passage/eventstore"
 	"github.com/passage-of-time/passage/orchestration"
 )
 
@@ -33,10 +34,6 @@ func workflowCommand(env Env) *cobra.Command {
 // tables, so the commands that only read open the database read-only and
 // never call it.
 
-// eventsTable is the event store's table, whose absence says the
-// database is not an orchestration engine's at all.
-const eventsTable = "eventstore_events"
-
 // errNoWorkflows is returned for a database that holds no instance.
 var errNoWorkflows = errors.New("no workflows: the database has no event store tables (is it the database the orchestration engine uses?)")
 
@@ -55,14 +52,19 @@ func positional(names string, n int) cobra.PositionalArgs {
 }
 
 // openWorkflows opens db read-only in a read-only transaction and checks
-// that it has the event store's table; done ends both.
+// that it holds an event store, without which the database is not an
+// orchestration engine's at all; done ends both.
 func openWorkflows(ctx context.Context, db database) (q sqlx.ExtContext, done func(), err error) {
 	snap, err := db.snapshot(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if !snap.tables[eventsTable] {
+	has, err := eventstore.HasState(ctx, snap.tx)
+	if err != nil || !has {
 		snap.close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("read %s: %w", db, err)
+		}
 		return nil, nil, fmt.Errorf("--db %s: %w", db, errNoWorkflows)
 	}
 	return snap.tx, snap.close, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/cmd/ticker/internal/cli"
+	"github.com/passage-of-time/passage/eventstore"
 	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/orchestration"
 	"github.com/passage-of-time/passage/todolist"
@@ -282,7 +283,7 @@ func TestWorkflowReadCommandsOnOtherDatabasesCreateNothing(t *testing.T) {
 	events := filepath.Join(dir, "events.db")
 	db, err := sqldb.Open(context.Background(), events)
 	require.NoError(t, err)
-	_, err = db.Exec(`CREATE TABLE eventstore_events (position INTEGER PRIMARY KEY, stream TEXT, version INTEGER, type TEXT, data TEXT, recorded_at INTEGER)`)
+	_, err = eventstore.Open(context.Background(), db.DB, eventstore.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 	r = run(t, w.clock, nil, "workflow", "list", "--db", events)
