@@ -36,6 +36,12 @@ const (
 	// a boundary's type is the name of its tick event (MinuteHasPassed,
 	// …), a stored event's the name its type is registered under.
 	TypeTicksSkipped = "TicksSkipped"
+	// TypeScheduleRun is the CloudEvents type of a stored schedule's run,
+	// and TypeSlotsSkipped of its slots a catch-up policy did not fire
+	// (schedule.Run, schedule.SlotsSkipped), which the ticker binary
+	// publishes beside time (EncodeRecord).
+	TypeScheduleRun  = "ScheduleRun"
+	TypeSlotsSkipped = "SlotsSkipped"
 )
 
 // The headers of the CloudEvents attributes, as the NATS binding names
@@ -127,21 +133,29 @@ func ceHeader(h nats.Header, name string) (value string, ok bool, err error) {
 
 // percentEncode encodes s as the binding asks of a header value.
 func percentEncode(s string) string {
-	plain := true
-	for i := 0; plain && i < len(s); i++ {
-		plain = s[i] > ' ' && s[i] < 0x7f && s[i] != '"' && s[i] != '%'
+	return escape(s, func(_ int, c byte) bool { return c > ' ' && c < 0x7f && c != '"' && c != '%' })
+}
+
+// escape returns s with every byte keep refuses (keep is given its index)
+// written as %XX, upper-case: s itself when keep takes every byte. The
+// header values (percentEncode), the Nats-Msg-Id (MsgID) and a schedule's
+// subject token (scheduleSubject) each escape what they cannot carry.
+func escape(s string, keep func(i int, c byte) bool) string {
+	i := 0
+	for i < len(s) && keep(i, s[i]) {
+		i++
 	}
-	if plain {
+	if i == len(s) {
 		return s
 	}
 	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c > ' ' && c < 0x7f && c != '"' && c != '%' {
-			b.WriteByte(c)
+	b.WriteString(s[:i])
+	for ; i < len(s); i++ {
+		if keep(i, s[i]) {
+			b.WriteByte(s[i])
 			continue
 		}
-		fmt.Fprintf(&b, "%%%02X", c)
+		fmt.Fprintf(&b, "%%%02X", s[i])
 	}
 	return b.String()
 }

@@ -31,7 +31,7 @@ import (
 // last skipped one for a report). docs/events.md and docs/schemas give
 // the shape. Its errors wrap ErrInvalidPrefix or ErrUnsupportedEvent.
 func Encode(prefix string, event any) (*nats.Msg, error) {
-	if err := checkPrefix(prefix); err != nil {
+	if err := CheckPrefix(prefix); err != nil {
 		return nil, err
 	}
 	return encode(prefix, event)
@@ -72,7 +72,7 @@ func encode(prefix string, event any) (*nats.Msg, error) {
 	)
 	switch e := event.(type) {
 	case tick.Event:
-		p, ok := carried(e)
+		p, ok := tick.PassageOf(e)
 		if !ok {
 			return nil, fmt.Errorf("%w: %T carries no tick.Passage", ErrUnsupportedEvent, event)
 		}
@@ -81,7 +81,7 @@ func encode(prefix string, event any) (*nats.Msg, error) {
 		data = boundaryData{Unit: e.Unit(), Boundary: tick.JSONTime{Time: p.At}, Previous: tick.JSONTimeOf(p.Since), EmittedAt: tick.JSONTime{Time: p.EmittedAt}, CatchUp: p.CatchUp}
 	case tick.TicksSkipped:
 		subject, err = skippedSubject(prefix, e.Unit)
-		ce = CloudEvent{ID: skippedID(e), Source: SourceTick, Type: TypeTicksSkipped, Subject: string(e.Unit), Time: e.To}
+		ce = CloudEvent{ID: SkippedID(e), Source: SourceTick, Type: TypeTicksSkipped, Subject: string(e.Unit), Time: e.To}
 		data = skippedData{Unit: e.Unit, From: tick.JSONTime{Time: e.From}, To: tick.JSONTime{Time: e.To}, Count: e.Count, Policy: e.Policy, EmittedAt: tick.JSONTime{Time: e.EmittedAt}}
 	case nil:
 		return nil, fmt.Errorf("%w: nil", ErrUnsupportedEvent)
@@ -97,37 +97,17 @@ func encode(prefix string, event any) (*nats.Msg, error) {
 	}
 	msg := nats.NewMsg(subject)
 	msg.Data = body
-	msg.Header.Set(jetstream.MsgIDHeader, ce.ID)
+	msg.Header.Set(jetstream.MsgIDHeader, MsgID(ce.ID))
 	ce.SetHeaders(msg.Header)
 	return msg, nil
 }
 
-// carried returns the Passage a tick event carries.
-func carried(e tick.Event) (tick.Passage, bool) {
-	switch e := e.(type) {
-	case tick.MinuteHasPassed:
-		return e.Passage, true
-	case tick.HourHasPassed:
-		return e.Passage, true
-	case tick.DayHasPassed:
-		return e.Passage, true
-	case tick.WeekHasPassed:
-		return e.Passage, true
-	case tick.MonthHasPassed:
-		return e.Passage, true
-	case tick.QuarterHasPassed:
-		return e.Passage, true
-	case tick.YearHasPassed:
-		return e.Passage, true
-	}
-	return tick.Passage{}, false
-}
-
-// skippedID is a skip report's identity: its unit and the boundaries it
-// covers, which a ticker re-emitting it reports the same. It is the key
-// "ticker run" gives the report in its outbox (and a webhook's
-// Idempotency-Key), so the same report has one Nats-Msg-Id whichever of
-// the two publishes it: instants in UTC, where RFC 3339 loses nothing.
-func skippedID(s tick.TicksSkipped) string {
+// SkippedID is a skip report's identity, its Nats-Msg-Id and ce-id:
+// skipped/<unit>/<from>..<to>, its unit and the boundaries it covers,
+// which a ticker re-emitting it reports the same. It is the key "ticker
+// run" gives the report in its outbox (and a webhook's Idempotency-Key),
+// so the same report has one Nats-Msg-Id whichever of the two publishes
+// it: instants in UTC, where RFC 3339 loses nothing.
+func SkippedID(s tick.TicksSkipped) string {
 	return fmt.Sprintf("%s/%s/%s..%s", skippedToken, s.Unit, s.From.UTC().Format(time.RFC3339Nano), s.To.UTC().Format(time.RFC3339Nano))
 }

@@ -73,7 +73,7 @@ func NewConsumer(js jetstream.JetStream, prefix, durable string, local tick.Publ
 	if js == nil {
 		return nil, fmt.Errorf("%w: NewConsumer: nil JetStream", ErrInvalidOption)
 	}
-	if err := checkPrefix(prefix); err != nil {
+	if err := CheckPrefix(prefix); err != nil {
 		return nil, err
 	}
 	if durable == "" || strings.ContainsAny(durable, ".*> \t\r\n/\\") {

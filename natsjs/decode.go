@@ -188,7 +188,7 @@ func decode(prefix string, m wire) (any, error) {
 		if err := checkSkipped(r.unit, s); err != nil {
 			return nil, asPoison(err, m.subject)
 		}
-		ev, id = s, skippedID(s)
+		ev, id = s, SkippedID(s)
 	} else {
 		p, err := sh.passage(r, m.data)
 		if err != nil {
@@ -378,7 +378,7 @@ func (c cloudEvent) agrees(r route, ev any, id string) error {
 	at := time.Time{}
 	switch e := ev.(type) {
 	case tick.Event:
-		p, _ := carried(e)
+		p, _ := tick.PassageOf(e)
 		at = p.At
 	case tick.TicksSkipped:
 		at = e.To

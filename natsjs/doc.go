@@ -27,8 +27,10 @@
 // # The layout
 //
 // This package owns the layout of time on a stream; [Encode] gives it to
-// publishers of their own, and the ticker binary's "ticker run --nats"
-// publishes through it, so a [Consumer] reads either. Each event is a
+// publishers of their own, and [EncodeRecord] to a publisher of events
+// already written as CloudEvents (the ticker binary's "ticker run
+// --nats" publishes its outbox's records through it), so a [Consumer]
+// reads either. Each event is a
 // CloudEvent ([CloudEvent], docs/events.md) in the binary content mode
 // of the CloudEvents NATS binding: its data, snake_case JSON, is the
 // body; its attributes are ce- headers:
@@ -42,10 +44,13 @@
 // SourceTick, ce-subject the unit, ce-time the boundary (a report's last
 // skipped one), and the instants of data lossless: offsets with seconds.
 // The IDs are the keys "ticker run" stores the records under in its
-// outbox and sends a webhook as webhook-id. Subjects of more tokens under
-// the prefix are not time and a Consumer acks them unread: "ticker run
-// --nats" puts a schedule's runs on <prefix>.schedule.<name> in the
-// same stream. A Consumer also reads, through the next release, the
+// outbox and sends a webhook as webhook-id ([SkippedID] makes a
+// report's). Subjects of more tokens under the prefix are not time and a
+// Consumer acks them unread: [EncodeRecord] puts a stored schedule's
+// runs on <prefix>.schedule.<name> and its skipped slots on
+// <prefix>.schedule.<name>.skipped, in the same stream. [CheckPrefix] is
+// the one check of a prefix, [StreamName] the stream a prefix's events
+// go to unless told otherwise, [MsgID] the Nats-Msg-Id of an event's id. A Consumer also reads, through the next release, the
 // shape publishers wrote before: tick's JSON of the event with no ce-
 // header.
 //

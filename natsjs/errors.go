@@ -13,8 +13,10 @@ var (
 	// work: a nil clock, a negative duration, an empty durable name.
 	ErrInvalidOption = errors.New("natsjs: invalid option")
 	// ErrInvalidPrefix is returned for a subject prefix that is empty, has
-	// an empty token ("time..x", ".time"), a wildcard (* or >) or white
-	// space: a prefix must name subjects, not match them.
+	// an empty token ("time..x", ".time"), a wildcard (* or >), white
+	// space or a control character, or starts with '$' (the server's
+	// subjects): a prefix must name subjects, not match them. The error
+	// is a *PrefixError (see CheckPrefix).
 	ErrInvalidPrefix = errors.New("natsjs: invalid subject prefix")
 	// ErrNoStream is returned when no JetStream stream stores the prefix's
 	// subjects, or the one that does stores only some of them.
@@ -23,8 +25,10 @@ var (
 	// exists with a duplicate window shorter than the one asked for: a
 	// boundary re-published after it would be stored twice.
 	ErrDuplicateWindow = errors.New("natsjs: duplicate window too short")
-	// ErrUnsupportedEvent is returned by Publisher.Publish for a value that
-	// is neither a tick.Event nor a tick.TicksSkipped.
+	// ErrUnsupportedEvent is returned by Publisher.Publish and Encode for
+	// a value that is neither a tick.Event nor a tick.TicksSkipped, and
+	// by EncodeRecord for a record of a type the layout gives no subject,
+	// or a record of time that is not what Encode makes of its event.
 	ErrUnsupportedEvent = errors.New("natsjs: unsupported event")
 	// ErrUndecodable is what a Consumer reports for a message that is not
 	// the event its subject names — poison: an unknown unit, a body that
@@ -53,6 +57,24 @@ var (
 	// ErrAlreadyStarted is returned by Consumer.Start on a running consumer.
 	ErrAlreadyStarted = errors.New("natsjs: consumer already started")
 )
+
+// PrefixError is why a subject prefix cannot serve (CheckPrefix). It
+// wraps ErrInvalidPrefix.
+type PrefixError struct {
+	// Prefix is the prefix refused.
+	Prefix string
+	// Reason says what is wrong with it: `token "*" holds the wildcard
+	// '*': …`, `token 2 is empty (…)`.
+	Reason string
+}
+
+// Error names the prefix and the reason.
+func (e *PrefixError) Error() string {
+	return fmt.Sprintf("%v: %q: %s", ErrInvalidPrefix, e.Prefix, e.Reason)
+}
+
+// Unwrap returns ErrInvalidPrefix.
+func (e *PrefixError) Unwrap() error { return ErrInvalidPrefix }
 
 // OverlapError is EnsureStream's error when the stream it would create,
 // storing Prefix.>, overlaps the subjects of a stream that exists: it

@@ -111,7 +111,7 @@ func NewEventSink(ctx context.Context, js jetstream.JetStream, prefix string) (*
 	if js == nil {
 		return nil, fmt.Errorf("%w: NewEventSink: nil JetStream", ErrInvalidOption)
 	}
-	if err := checkPrefix(prefix); err != nil {
+	if err := CheckPrefix(prefix); err != nil {
 		return nil, err
 	}
 	s, err := streamFor(ctx, js, prefix)

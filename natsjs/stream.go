@@ -84,7 +84,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, name, prefix stri
 	if name == "" {
 		return nil, fmt.Errorf("%w: EnsureStream: empty stream name", ErrInvalidOption)
 	}
-	if err := checkPrefix(prefix); err != nil {
+	if err := CheckPrefix(prefix); err != nil {
 		return nil, err
 	}
 	cfg := streamConfig{window: DefaultDuplicateWindow, storage: jetstream.FileStorage}

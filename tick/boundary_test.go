@@ -140,3 +140,26 @@ func TestUnknownUnit(t *testing.T) {
 		require.Equal(t, string(u)+"/2026-01-01T00:00:00Z", ev.ID())
 	}
 }
+
+// PassageOf gives back what NewEvent was given, for every unit, and
+// refuses an Event tick did not build.
+func TestPassageOfGivesBackTheEventsPassage(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := Passage{At: at, Since: at.Add(-time.Hour), EmittedAt: at.Add(time.Second), CatchUp: true}
+	for _, u := range Units() {
+		ev, err := NewEvent(u, p)
+		require.NoError(t, err)
+		got, ok := PassageOf(ev)
+		require.True(t, ok, u)
+		require.Equal(t, p, got, u)
+	}
+	_, ok := PassageOf(foreignEvent{p})
+	require.False(t, ok, "an Event of another package's type")
+}
+
+// foreignEvent is an Event tick did not build.
+type foreignEvent struct{ Passage }
+
+func (foreignEvent) Unit() Unit   { return Minute }
+func (e foreignEvent) ID() string { return id(Minute, e.At) }

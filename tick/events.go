@@ -145,6 +145,32 @@ func NewEvent(u Unit, p Passage) (Event, error) {
 	return nil, fmt.Errorf("%w: %q", ErrUnknownUnit, string(u))
 }
 
+// PassageOf returns the Passage e carries: what an encoder of the events
+// writes besides the unit (the emission and the catch-up flag, which the
+// Event interface does not give). ok is false for an Event of a type not
+// built by this package.
+func PassageOf(e Event) (p Passage, ok bool) {
+	switch e := e.(type) {
+	case MinuteHasPassed:
+		return e.Passage, true
+	case HourHasPassed:
+		return e.Passage, true
+	case DayHasPassed:
+		return e.Passage, true
+	case WeekHasPassed:
+		return e.Passage, true
+	case MonthHasPassed:
+		return e.Passage, true
+	case QuarterHasPassed:
+		return e.Passage, true
+	case YearHasPassed:
+		return e.Passage, true
+	case fixedHasPassed:
+		return e.Passage, true
+	}
+	return Passage{}, false
+}
+
 // fixedHasPassed is the event of the unexported sub-minute test units.
 type fixedHasPassed struct {
 	Passage
