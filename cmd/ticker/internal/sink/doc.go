@@ -46,17 +46,17 @@
 //
 // Each record is one message on a JetStream stream storing <prefix>.>,
 // a CloudEvent in the NATS binding's binary content mode: the body is
-// the record's data, the attributes are ce- headers. The passage of time
-// goes out as the natsjs package lays it out (natsjs.Encode), so that a
-// natsjs.Consumer of the prefix turns it back into typed tick events: a
-// boundary on <prefix>.<unit> (passage.minute), a skip report on
-// <prefix>.skipped.<unit>, rebuilt from the stored record. A schedule's
-// runs go to <prefix>.schedule.<name> and its skipped slots to
-// <prefix>.schedule.<name>.skipped (see [NATSSubject]); a
+// the record's data as stored, the attributes are ce- headers. The
+// natsjs package lays every record out (natsjs.EncodeRecord), the passage
+// of time as natsjs.Encode does, so that a natsjs.Consumer of the prefix
+// turns it back into typed tick events: a boundary on <prefix>.<unit>
+// (passage.minute), a skip report on <prefix>.skipped.<unit>. A
+// schedule's runs go to <prefix>.schedule.<name> and its skipped slots
+// to <prefix>.schedule.<name>.skipped (see [NATSSubject]); a
 // natsjs.Consumer passes those by. Every message carries these headers
 // besides the ce- ones:
 //
-//	Nats-Msg-Id:    the record's id, as webhook-id ([NATSMsgID]); for time, natsjs's event id, the same string
+//	Nats-Msg-Id:    the record's id, as webhook-id (natsjs.MsgID); for time, natsjs's event id, the same string
 //	Passage-Event:  the record type (through the next release)
 //
 // [NATS.Send] returns once the server acknowledged storing it, and the

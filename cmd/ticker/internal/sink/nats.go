@@ -1,13 +1,10 @@
 package sink
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/passage-of-time/passage/natsjs"
-	"github.com/passage-of-time/passage/tick"
 )
 
 // NATS sink defaults and bounds.
@@ -46,7 +42,7 @@ type NATSConfig struct {
 	// (see NATSSubject). Default DefaultNATSPrefix.
 	Prefix string
 	// Stream is the JetStream stream storing <Prefix>.>, created with
-	// Window when it does not exist. Default NATSStreamName(Prefix).
+	// Window when it does not exist. Default natsjs.StreamName(Prefix).
 	Stream string
 	// Window is the least duplicate window the stream must have: a
 	// stream created is given it, an existing one with less is refused
@@ -86,11 +82,14 @@ func CheckNATS(cfg NATSConfig) (NATSConfig, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultNATSPrefix
 	}
-	if err := checkPrefix(cfg.Prefix); err != nil {
-		return cfg, err
+	// natsjs's check, the one every publisher and consumer of the
+	// prefix makes, in the words of a configuration error.
+	var bad *natsjs.PrefixError
+	if errors.As(natsjs.CheckPrefix(cfg.Prefix), &bad) {
+		return cfg, fmt.Errorf("%w: subject prefix %q: %s", ErrBadNATSConfig, bad.Prefix, bad.Reason)
 	}
 	if cfg.Stream == "" {
-		cfg.Stream = NATSStreamName(cfg.Prefix)
+		cfg.Stream = natsjs.StreamName(cfg.Prefix)
 	}
 	if strings.ContainsAny(cfg.Stream, ".*> \t\r\n/\\") || !printable(cfg.Stream) {
 		return cfg, fmt.Errorf("%w: stream name %q: JetStream names hold no dot, wildcard, white space or slash", ErrBadNATSConfig, cfg.Stream)
@@ -152,14 +151,14 @@ func (n *NATS) Close() { n.nc.Close() }
 
 // Send publishes one record and returns once the server acknowledged
 // storing it, as a CloudEvent in the NATS binding's binary content mode:
-// the body is the record's data, its attributes are ce- headers (see
-// [Event]). A boundary or a skip report goes out as natsjs lays time out
-// on a stream (natsjs.Encode): on <prefix>.<unit> or
-// <prefix>.skipped.<unit>, rebuilt from the stored record, so that a
-// natsjs.Consumer reads it as the typed event. A schedule's run or
-// skipped slots goes to <prefix>.schedule.<name> (NATSSubject). Either
-// carries key as Nats-Msg-Id (NATSMsgID; for time, natsjs's event ID,
-// which is the same string) and typ as Passage-Event. An ack that
+// the body is the record's data as stored, its attributes are ce-
+// headers (see [Event]), laid out by natsjs (natsjs.EncodeRecord): a
+// boundary or a skip report on <prefix>.<unit> or <prefix>.skipped.<unit>,
+// as natsjs.Encode would publish the event, so that a natsjs.Consumer
+// reads it as the typed event; a schedule's run or skipped slots on
+// <prefix>.schedule.<name> (NATSSubject). Either carries key as
+// Nats-Msg-Id (natsjs.MsgID; for time, natsjs's event ID, which is the
+// same string) and typ as Passage-Event. An ack that
 // reports a duplicate — the server has that id within the stream's
 // window, from an earlier Send whose ack was lost or whose relay died
 // before its checkpoint — is a delivery too. No ack within
@@ -187,216 +186,79 @@ func (n *NATS) Send(ctx context.Context, key, typ string, body []byte) error {
 }
 
 // natsMsg is the message of a record under prefix, without its
-// Passage-Event header.
+// Passage-Event header. The record's key and type must be its event's.
 func natsMsg(prefix, key, typ string, body []byte) (*nats.Msg, error) {
-	if err := hasSubject(typ); err != nil {
-		return nil, err
-	}
-	body, err := envelopeOf(typ, body)
-	if err != nil {
-		return nil, err
-	}
-	ev, _, err := readEvent(body)
+	ev, err := storedEvent(typ, body)
 	if err != nil {
 		return nil, err
 	}
 	if ev.ID != key || ev.Type != typ {
 		return nil, fmt.Errorf("the record's key %q and type %s are not its event's, %q and %s", key, typ, ev.ID, ev.Type)
 	}
-	if isScheduleRecord(typ) {
-		subject, err := scheduleSubject(prefix, typ, ev.Data)
-		if err != nil {
-			return nil, err
-		}
-		at, err := time.Parse(time.RFC3339Nano, ev.Time)
-		if err != nil {
-			return nil, fmt.Errorf("a %s record whose time %q is no RFC 3339 instant", typ, ev.Time)
-		}
-		msg := nats.NewMsg(subject)
-		msg.Data = ev.Data
-		msg.Header.Set(jetstream.MsgIDHeader, NATSMsgID(key))
-		natsjs.CloudEvent{ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject, Time: at}.SetHeaders(msg.Header)
-		return msg, nil
-	}
-	event, err := timeEvent(typ, body)
-	if err != nil {
-		return nil, err
-	}
-	msg, err := natsjs.Encode(prefix, event)
-	if err != nil {
-		return nil, err
-	}
-	// One identity and one shape: the outbox's key and natsjs's ID are
-	// made the same way, and the record's data is what natsjs writes;
-	// should they drift apart, a message no receiver expects is refused
-	// here rather than published.
-	if id := msg.Header.Get(jetstream.MsgIDHeader); id != NATSMsgID(key) {
-		return nil, fmt.Errorf("the record's key %q is not its event's id %q", key, id)
-	}
-	if !bytes.Equal(msg.Data, ev.Data) {
-		return nil, fmt.Errorf("the record's data %s is not natsjs's %s", ev.Data, msg.Data)
-	}
-	return msg, nil
+	return encodeEvent(prefix, ev)
 }
 
-// isScheduleRecord reports whether records of type typ are a schedule's,
-// which go under <prefix>.schedule.
-func isScheduleRecord(typ string) bool { return typ == TypeScheduleRun || typ == TypeSlotsSkipped }
-
-// hasSubject refuses a record type the layout gives no subject.
-func hasSubject(typ string) error {
-	if !isScheduleRecord(typ) && typ != TypeTicksSkipped && !strings.HasSuffix(typ, "HasPassed") {
-		return fmt.Errorf("record type %q has no subject", typ)
+// storedEvent is the envelope of a stored record of type typ: its body,
+// or, for a record stored before the envelope, the envelope made of it
+// (envelopeOf). A type natsjs lays out no subject for is refused first,
+// whatever the body.
+func storedEvent(typ string, body []byte) (Event, error) {
+	if err := natsjs.CheckRecordType(typ); err != nil {
+		return Event{}, err
 	}
-	return nil
+	body, err := envelopeOf(typ, body)
+	if err != nil {
+		return Event{}, err
+	}
+	ev, _, err := readEvent(body)
+	return ev, err
 }
 
-// timeEvent rebuilds from a stored record body ([Record]: its envelope,
-// or its flat JSON of before) the tick event or tick.TicksSkipped it was
-// made of. Record's instants are lossless, so the event is the one the
-// ticker decided, offsets with seconds included.
-func timeEvent(typ string, body []byte) (any, error) {
-	if err := hasSubject(typ); err != nil {
-		return nil, err
-	}
-	var r Record
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, fmt.Errorf("a %s record whose body is not JSON: %w", typ, err)
-	}
-	u, err := tick.ParseUnit(string(r.Unit))
-	if err != nil || u != r.Unit {
-		return nil, fmt.Errorf("a %s record without a unit of time (unit %q)", typ, r.Unit)
-	}
-	if typ == TypeTicksSkipped {
-		if r.From == nil || r.To == nil {
-			return nil, fmt.Errorf("a TicksSkipped record without from or to")
-		}
-		return tick.TicksSkipped{Unit: u, From: r.From.Time, To: r.To.Time, Count: r.Count, Policy: r.Policy, EmittedAt: r.EmittedAt.Time}, nil
-	}
-	if r.Boundary == nil {
-		return nil, fmt.Errorf("a %s record without a boundary", typ)
-	}
-	p := tick.Passage{At: r.Boundary.Time, EmittedAt: r.EmittedAt.Time, CatchUp: r.CatchUp}
-	if r.Previous != nil {
-		p.Since = r.Previous.Time
-	}
-	ev, err := tick.NewEvent(u, p)
+// encodeEvent is the message natsjs makes of an envelope: its attributes
+// and its data, as they are (natsjs.EncodeRecord).
+func encodeEvent(prefix string, ev Event) (*nats.Msg, error) {
+	at, err := time.Parse(time.RFC3339Nano, ev.Time)
 	if err != nil {
-		return nil, fmt.Errorf("a %s record: %w", typ, err)
+		return nil, fmt.Errorf("a %s record whose time %q is no RFC 3339 instant", ev.Type, ev.Time)
 	}
-	if name := reflect.TypeOf(ev).Name(); name != typ {
-		return nil, fmt.Errorf("a %s record of unit %s, whose boundaries are %s", typ, u, name)
-	}
-	return ev, nil
+	ce := natsjs.CloudEvent{ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject, Time: at}
+	return natsjs.EncodeRecord(prefix, ce, ev.Data)
 }
 
 // NATSSubject is where a record of type typ goes under prefix, read from
-// its body (its envelope, or its flat JSON of before):
+// its body (its envelope, or its flat JSON of before), as natsjs lays the
+// records out (natsjs.EncodeRecord):
 //
 //	<prefix>.<unit>                    a boundary (MinuteHasPassed, …): passage.minute
 //	<prefix>.skipped.<unit>            a TicksSkipped report: passage.skipped.minute
 //	<prefix>.schedule.<name>           a ScheduleRun: passage.schedule.nightly-report
 //	<prefix>.schedule.<name>.skipped   a SlotsSkipped report
 //
-// The passage of time is laid out by natsjs (natsjs.Encode), so a
-// natsjs.Consumer of the prefix reads it, and passes the schedules'
-// records by; <prefix>.schedule.* takes every run. A schedule's name
-// becomes one token: ASCII letters, digits, '-' and '_' as they are,
-// every other byte as %XX ("billing.eu" is billing%2Eeu), since a dot, a
-// wildcard or white space would change the subject's meaning.
+// A natsjs.Consumer of the prefix reads the passage of time, and passes
+// the schedules' records by; <prefix>.schedule.* takes every run. A
+// schedule's name becomes one token: ASCII letters, digits, '-' and '_'
+// as they are, every other byte as %XX ("billing.eu" is billing%2Eeu),
+// since a dot, a wildcard or white space would change the subject's
+// meaning.
 func NATSSubject(prefix, typ string, body []byte) (string, error) {
-	if err := hasSubject(typ); err != nil {
-		return "", err
-	}
-	body, err := envelopeOf(typ, body)
+	ev, err := storedEvent(typ, body)
 	if err != nil {
 		return "", err
 	}
-	if !isScheduleRecord(typ) {
-		event, err := timeEvent(typ, body)
-		if err != nil {
-			return "", err
-		}
-		msg, err := natsjs.Encode(prefix, event)
-		if err != nil {
-			return "", err
-		}
-		return msg.Subject, nil
-	}
-	ev, _, err := readEvent(body)
+	msg, err := encodeEvent(prefix, ev)
 	if err != nil {
 		return "", err
 	}
-	return scheduleSubject(prefix, typ, ev.Data)
+	return msg.Subject, nil
 }
 
-// scheduleSubject is the subject of a schedule's record whose data is
-// data.
-func scheduleSubject(prefix, typ string, data []byte) (string, error) {
-	var head struct {
-		Schedule string `json:"schedule"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return "", fmt.Errorf("a %s record whose data is not JSON: %w", typ, err)
-	}
-	if head.Schedule == "" {
-		return "", fmt.Errorf("a %s record without a schedule", typ)
-	}
-	subject := prefix + ".schedule." + subjectToken(head.Schedule)
-	if typ == TypeSlotsSkipped {
-		subject += ".skipped"
-	}
-	return subject, nil
-}
+// NATSMsgID is the Nats-Msg-Id of a record's key: natsjs.MsgID, the key
+// itself unless a header cannot carry it as it is.
+func NATSMsgID(key string) string { return natsjs.MsgID(key) }
 
-// subjectToken escapes name into one subject token.
-func subjectToken(name string) string {
-	var b strings.Builder
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
-			b.WriteByte(c)
-		default:
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
-}
-
-// NATSMsgID is the Nats-Msg-Id of a record's key: the key itself, unless
-// it holds what a header cannot carry as it is — a control character
-// (a schedule's name may hold a line break), a space at either end,
-// which header parsing trims — or a '%'. Such a key is sent with those
-// bytes as %XX. Keys sent as they are hold no '%' and escaped ones do,
-// so two keys never share an id.
-func NATSMsgID(key string) string {
-	plain := !strings.Contains(key, "%") && strings.TrimSpace(key) == key
-	for i := 0; plain && i < len(key); i++ {
-		plain = key[i] >= 0x20 && key[i] != 0x7f
-	}
-	if plain {
-		return key
-	}
-	var b strings.Builder
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		edge := (i == 0 || i == len(key)-1) && c == ' '
-		if c < 0x20 || c == 0x7f || c == '%' || edge {
-			fmt.Fprintf(&b, "%%%02X", c)
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
-}
-
-// NATSStreamName is the stream a prefix's records go to by default: the
-// prefix in capitals, dots (and slashes, which a stream's name cannot
-// hold either) as underscores: passage is PASSAGE, acme.time ACME_TIME.
-func NATSStreamName(prefix string) string {
-	return strings.ToUpper(strings.NewReplacer(".", "_", "/", "_", "\\", "_").Replace(prefix))
-}
+// NATSStreamName is the stream a prefix's records go to by default:
+// natsjs.StreamName, passage is PASSAGE, acme.time ACME_TIME.
+func NATSStreamName(prefix string) string { return natsjs.StreamName(prefix) }
 
 // RedactNATSURL checks a NATS URL (servers comma-separated) and returns it
 // without credentials: a NATS URL's user part may be a token
@@ -442,30 +304,6 @@ func redactUserinfo(s string) string {
 		return s[:i+3] + "…" + rest[at:]
 	}
 	return s
-}
-
-// checkPrefix refuses a prefix that is not a plain subject: a wildcard
-// would make the sink's subjects patterns (and the stream's filter,
-// <prefix>.>, take other publishers' messages); white space, a control
-// character or an empty token make the server refuse every publish,
-// long after the ticker started; a '$' first is the server's own
-// ($JS, $SYS).
-func checkPrefix(prefix string) error {
-	if strings.HasPrefix(prefix, "$") {
-		return fmt.Errorf("%w: subject prefix %q: subjects starting with $ are the server's ($JS, $SYS, $KV)", ErrBadNATSConfig, prefix)
-	}
-	for i, tok := range strings.Split(prefix, ".") {
-		if tok == "" {
-			return fmt.Errorf("%w: subject prefix %q: token %d is empty (a leading, trailing or doubled dot)", ErrBadNATSConfig, prefix, i+1)
-		}
-		if j := strings.IndexAny(tok, "*>"); j >= 0 {
-			return fmt.Errorf("%w: subject prefix %q: token %q holds the wildcard %q: a prefix names subjects, it does not match them", ErrBadNATSConfig, prefix, tok, tok[j])
-		}
-		if strings.ContainsAny(tok, " \t\r\n") || !printable(tok) {
-			return fmt.Errorf("%w: subject prefix %q: token %q holds white space or a control character", ErrBadNATSConfig, prefix, tok)
-		}
-	}
-	return nil
 }
 
 // printable reports whether s holds no ASCII control character.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"time"
 
 	"github.com/passage-of-time/passage/natsjs"
 	"github.com/passage-of-time/passage/schedule"
@@ -15,8 +14,8 @@ import (
 // YearHasPassed, the names of tick's events): each is a CloudEvents type.
 const (
 	TypeTicksSkipped = natsjs.TypeTicksSkipped
-	TypeScheduleRun  = "ScheduleRun"
-	TypeSlotsSkipped = "SlotsSkipped"
+	TypeScheduleRun  = natsjs.TypeScheduleRun
+	TypeSlotsSkipped = natsjs.TypeSlotsSkipped
 )
 
 // Record is what a ticker publishes, one per event: a boundary, which
@@ -49,7 +48,10 @@ type Record struct {
 }
 
 // boundaryData is a boundary's data. natsjs.Encode writes the same
-// fields, in the same order, as the body of a boundary on NATS.
+// fields, in the same order, as the body of a boundary on NATS, and the
+// NATS sink sends this data as it is (natsjs.EncodeRecord): the two must
+// stay byte for byte the same, which TestNATSTimeIsLaidOutAsNatsjsLaysItOut
+// checks for every unit.
 type boundaryData struct {
 	Unit      tick.Unit `json:"unit"`
 	Boundary  *Time     `json:"boundary"`
@@ -137,7 +139,7 @@ func NewRecord(event any) (Record, error) {
 	if s, ok := event.(tick.TicksSkipped); ok {
 		return Record{
 			Type:      TypeTicksSkipped,
-			ID:        fmt.Sprintf("skipped/%s/%s..%s", s.Unit, s.From.UTC().Format(time.RFC3339Nano), s.To.UTC().Format(time.RFC3339Nano)),
+			ID:        natsjs.SkippedID(s),
 			Unit:      s.Unit,
 			EmittedAt: Time{Time: s.EmittedAt},
 			From:      &Time{Time: s.From},
@@ -150,7 +152,7 @@ func NewRecord(event any) (Record, error) {
 	if !ok {
 		return Record{}, fmt.Errorf("%w: %T", ErrNotATickEvent, event)
 	}
-	p, ok := passage(e)
+	p, ok := tick.PassageOf(e)
 	if !ok {
 		return Record{}, fmt.Errorf("%w: %T does not carry a tick.Passage", ErrNotATickEvent, event)
 	}
@@ -164,26 +166,6 @@ func NewRecord(event any) (Record, error) {
 		Previous:  TimeOf(p.Since),
 	}
 	return r, nil
-}
-
-func passage(e tick.Event) (tick.Passage, bool) {
-	switch e := e.(type) {
-	case tick.MinuteHasPassed:
-		return e.Passage, true
-	case tick.HourHasPassed:
-		return e.Passage, true
-	case tick.DayHasPassed:
-		return e.Passage, true
-	case tick.WeekHasPassed:
-		return e.Passage, true
-	case tick.MonthHasPassed:
-		return e.Passage, true
-	case tick.QuarterHasPassed:
-		return e.Passage, true
-	case tick.YearHasPassed:
-		return e.Passage, true
-	}
-	return tick.Passage{}, false
 }
 
 // Envelope is what a record carries whatever its type: the type and the
