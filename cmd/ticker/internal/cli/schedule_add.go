@@ -206,7 +206,7 @@ func addSchedule(ctx context.Context, env Env, cfg addConfig) error {
 	}
 	for _, st := range states {
 		if st.Name == d.Name {
-			fmt.Fprintf(env.Stdout, "%s %s: %s\n", verb, d.Name, nextSlot(st, cfg.loc))
+			fmt.Fprintf(env.Stdout, "%s %s: %s\n", verb, d.Name, nextSlot(st, st.Zone))
 		}
 	}
 	if created {
@@ -274,6 +274,9 @@ func slotSpacing(spec schedule.Spec, now time.Time) time.Duration {
 
 // nextSlot says when a schedule fires next, or why it does not.
 func nextSlot(st schedule.Stored, loc *time.Location) string {
+	if loc == nil {
+		loc = time.UTC
+	}
 	switch {
 	case st.Paused:
 		return "paused, no next slot until resumed"

@@ -35,15 +35,17 @@ type listedSchedule struct {
 
 func scheduleListCommand(env Env) *cobra.Command {
 	c := &cobra.Command{
-		Use:   "list [--db passage.db] [--tz UTC] [--json]",
+		Use:   "list [--db passage.db] [--tz ZONE] [--json]",
 		Short: "list the stored schedules: next slot, paused, runs, skipped, end (max runs, until)",
 		Args:  noArgs,
 	}
 	dbf := addDB(c, env, "SQLite file or postgres:// DSN, opened read-only: list never creates, migrates or locks it")
-	tz := addTZ(c, "IANA time zone to show the next slots in")
+	tz := addTZ(c, "IANA time zone to show the next slots in (without it, each schedule's own: its CRON_TZ or TZID, else UTC, as \"schedule add\" shows them)")
+	// No UTC default shown: without --tz each schedule is shown in its zone.
+	c.Flags().Lookup("tz").DefValue = ""
 	asJSON := addJSON(c, "print a JSON array instead of a table")
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		loc, err := tz.location()
+		loc, err := tz.specZone()
 		if err != nil {
 			return err
 		}
@@ -63,7 +65,8 @@ func scheduleListCommand(env Env) *cobra.Command {
 	return c
 }
 
-// readSchedules reads every schedule db holds, by name, times in loc.
+// readSchedules reads every schedule db holds, by name, times in loc, or
+// in each schedule's own zone when loc is nil.
 // Read-only, like status, through the schedule package's inspection,
 // which never migrates: schedule.Open would create its tables in a
 // database that has none (readonly.go).
@@ -85,11 +88,15 @@ func readSchedules(ctx context.Context, db database, loc *time.Location) ([]list
 	list := []listedSchedule{} // [] rather than null in JSON
 	for _, s := range stored {
 		l := listedSchedule{Name: s.Name, Paused: s.Paused, Runs: s.Runs, Skipped: s.Skipped, Command: s.Command, Spec: s.Spec, MaxRuns: int64(s.MaxRuns)}
+		in := s.Zone
+		if loc != nil {
+			in = loc
+		}
 		if !s.Next.IsZero() {
-			l.Next = sink.TimeOf(s.Next.In(loc))
+			l.Next = sink.TimeOf(s.Next.In(in))
 		}
 		if !s.Until.IsZero() {
-			l.Until = sink.TimeOf(s.Until.In(loc))
+			l.Until = sink.TimeOf(s.Until.In(in))
 		}
 		if s.Jitter != 0 {
 			l.Jitter = s.Jitter.String()
