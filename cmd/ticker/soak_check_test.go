@@ -1,0 +1,298 @@
+package main_test
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
+	"github.com/passage-of-time/passage/internal/sqldb"
+	"github.com/passage-of-time/passage/schedule"
+)
+
+type soakRun struct {
+	SlotID   string `db:"slot_id"`
+	RunID    string `db:"run_id"`
+	Schedule string `db:"schedule"`
+	Slot     int64  `db:"slot"`
+	FiredAt  int64  `db:"fired_at"`
+	Attempt  int    `db:"attempt"`
+	Manual   int    `db:"manual"`
+}
+
+type soakRecord struct {
+	Key  string `db:"key"`
+	Type string `db:"type"`
+	Body []byte `db:"body"`
+}
+
+// soakCheck holds what the database committed and what the receiver
+// accepted, and checks one against the other.
+type soakCheck struct {
+	t       *testing.T
+	runs    []soakRun
+	records []soakRecord
+	acc     []soakAcceptance
+	jitter  map[string]time.Duration
+	specs   map[string]schedule.Spec
+}
+
+// fails reports a breach of an invariant with up to 10 examples.
+func (c soakCheck) fails(what string, examples []string) {
+	c.t.Helper()
+	if len(examples) == 0 {
+		return
+	}
+	shown := examples[:min(len(examples), 10)]
+	c.t.Errorf("%s: %d, e.g.\n  %s", what, len(examples), strings.Join(shown, "\n  "))
+}
+
+// everyRecordDelivered: every committed record (a run, a skip report, a
+// minute) was accepted at least once under its key, with the body the
+// database holds; and every committed run under its slot id with the run
+// id committed.
+func (c soakCheck) everyRecordDelivered() {
+	c.t.Helper()
+	accepted := map[string][]soakAcceptance{}
+	for _, a := range c.acc {
+		accepted[a.Key] = append(accepted[a.Key], a)
+	}
+	var missing, otherBody []string
+	for _, rec := range c.records {
+		as := accepted[rec.Key]
+		if len(as) == 0 {
+			missing = append(missing, rec.Type+" "+rec.Key)
+			continue
+		}
+		for _, a := range as {
+			if a.Body != sha256.Sum256(rec.Body) {
+				otherBody = append(otherBody, fmt.Sprintf("%s accepted at %s with run_id %s", rec.Key, a.At.Format(time.TimeOnly), a.RunID))
+			}
+		}
+	}
+	c.fails("committed records never accepted", missing)
+	c.fails("records accepted with a body other than the committed one", otherBody)
+	var runsMissing []string
+	for _, r := range c.runs {
+		if !slices.ContainsFunc(accepted[r.SlotID], func(a soakAcceptance) bool { return a.RunID == r.RunID && a.Type == "ScheduleRun" }) {
+			runsMissing = append(runsMissing, fmt.Sprintf("%s run_id %s fired %s attempt %d", r.SlotID, r.RunID, sqldb.DecodeTime(r.FiredAt).Format(time.TimeOnly), r.Attempt))
+		}
+	}
+	c.fails("committed runs never accepted under their slot id with their run id", runsMissing)
+}
+
+// nothingUncommittedDelivered: no accepted key, and no accepted run id,
+// is absent from the database.
+func (c soakCheck) nothingUncommittedDelivered() {
+	c.t.Helper()
+	keys := map[string]bool{}
+	for _, rec := range c.records {
+		keys[rec.Key] = true
+	}
+	runIDs := map[string]string{}
+	for _, r := range c.runs {
+		runIDs[r.RunID] = r.SlotID
+	}
+	var absent, runsAbsent []string
+	for _, a := range c.acc {
+		if !keys[a.Key] {
+			absent = append(absent, a.Type+" "+a.Key)
+		}
+		if a.Type == "ScheduleRun" && runIDs[a.RunID] != a.SlotID {
+			runsAbsent = append(runsAbsent, fmt.Sprintf("%s run_id %s fired %s accepted %s", a.Key, a.RunID, a.FiredAt.Format("15:04:05.000"), a.At.Format("15:04:05.000")))
+		}
+	}
+	c.fails("accepted records absent from the outbox", absent)
+	c.fails("accepted runs whose run id is not committed for their slot", runsAbsent)
+}
+
+// noSlotDeliveredAndSkipped: no slot was both run (accepted, or
+// committed) and covered by a SlotsSkipped record of its schedule
+// (committed, or accepted).
+func (c soakCheck) noSlotDeliveredAndSkipped() {
+	c.t.Helper()
+	type span struct {
+		from, to time.Time
+		key      string
+	}
+	skipped := map[string][]span{}
+	addSkip := func(schedule, key string, from, to time.Time) {
+		skipped[schedule] = append(skipped[schedule], span{from, to, key})
+	}
+	for _, rec := range c.records {
+		if rec.Type != "SlotsSkipped" {
+			continue
+		}
+		var s sink.SlotsSkippedRecord
+		require.NoError(c.t, json.Unmarshal(rec.Body, &s))
+		addSkip(s.Schedule, rec.Key, s.From.Time, s.To.Time)
+	}
+	for _, a := range c.acc {
+		if a.Type == "SlotsSkipped" {
+			addSkip(a.Schedule, a.Key, a.From, a.To)
+		}
+	}
+	var both []string
+	check := func(what, schedule string, slot time.Time) {
+		for _, s := range skipped[schedule] {
+			if !slot.Before(s.from) && !slot.After(s.to) {
+				both = append(both, fmt.Sprintf("%s %s@%s and %s", what, schedule, slot.Format(time.RFC3339), s.key))
+			}
+		}
+	}
+	for _, r := range c.runs {
+		check("committed", r.Schedule, sqldb.DecodeTime(r.Slot))
+	}
+	for _, a := range c.acc {
+		if a.Type == "ScheduleRun" {
+			check("accepted", a.Schedule, a.Slot)
+		}
+	}
+	c.fails("slots both run and reported skipped", both)
+}
+
+// due is when a slot of a schedule falls due: the slot, plus its jitter
+// (schedule.Definition's, derived from the slot id).
+func (c soakCheck) due(name string, slot time.Time) time.Time {
+	j := c.jitter[name]
+	if j <= 0 {
+		return slot
+	}
+	h := fnv.New64a()
+	h.Write([]byte(schedule.SlotID(name, slot)))
+	return slot.Add(time.Duration(h.Sum64() % uint64(j)))
+}
+
+// noRunEarly: no run fired before its slot fell due.
+func (c soakCheck) noRunEarly() {
+	c.t.Helper()
+	var early []string
+	for _, r := range c.runs {
+		slot, fired := sqldb.DecodeTime(r.Slot), sqldb.DecodeTime(r.FiredAt)
+		if due := c.due(r.Schedule, slot); fired.Before(due) {
+			early = append(early, fmt.Sprintf("%s fired %s, due %s", r.SlotID, fired.Format("15:04:05.000"), due.Format("15:04:05.000")))
+		}
+	}
+	c.fails("runs fired before their slot was due", early)
+}
+
+// backOnTime: after the last fault, every slot of every schedule whose
+// boundary (the first minute boundary at or after it is due) is a quiet
+// one fired in that boundary's pass: within the minute after it.
+func (c soakCheck) backOnTime(b1 time.Time, quiet []time.Duration) {
+	c.t.Helper()
+	fired := map[string]time.Time{}
+	for _, r := range c.runs {
+		fired[r.SlotID] = sqldb.DecodeTime(r.FiredAt)
+	}
+	from, to := b1.Add(quiet[0]), b1.Add(quiet[len(quiet)-1])
+	var late []string
+	checked, worst := 0, time.Duration(0)
+	for name, spec := range c.specs {
+		// Slots from a minute and the largest jitter before the window.
+		for slot := spec.Next(from.Add(-2 * time.Minute)); !slot.IsZero() && !slot.After(to); slot = spec.Next(slot) {
+			boundary := ceilMinute(c.due(name, slot))
+			if boundary.Before(from) || boundary.After(to) {
+				continue
+			}
+			checked++
+			at, ok := fired[schedule.SlotID(name, slot)]
+			switch {
+			case !ok:
+				late = append(late, fmt.Sprintf("%s@%s (boundary %s) never fired", name, slot.Format(time.TimeOnly), boundary.Format(time.TimeOnly)))
+			case at.Sub(boundary) >= time.Minute:
+				late = append(late, fmt.Sprintf("%s@%s (boundary %s) fired %s", name, slot.Format(time.TimeOnly), boundary.Format(time.TimeOnly), at.Format("15:04:05.000")))
+			default:
+				worst = max(worst, at.Sub(boundary))
+			}
+		}
+	}
+	if len(late) > 0 {
+		// Evidence: the runs of the first schedules behind.
+		var names []string
+		for _, l := range late {
+			name, _, _ := strings.Cut(l, "@")
+			if !slices.Contains(names, name) && len(names) < 3 {
+				names = append(names, name)
+			}
+		}
+		byName := map[string][]string{}
+		for _, r := range c.runs {
+			if slices.Contains(names, r.Schedule) {
+				byName[r.Schedule] = append(byName[r.Schedule], fmt.Sprintf("%s fired %s (attempt %d)",
+					sqldb.DecodeTime(r.Slot).Format(time.TimeOnly), sqldb.DecodeTime(r.FiredAt).Format("15:04:05.000"), r.Attempt))
+			}
+		}
+		for _, name := range names {
+			slices.Sort(byName[name])
+			c.t.Logf("runs of %s: %s", name, strings.Join(byName[name], "; "))
+		}
+	}
+	c.t.Logf("back on time: %d slots due at the quiet boundaries %s to %s, the latest fired %v after its boundary",
+		checked, from.Format(time.TimeOnly), to.Format(time.TimeOnly), worst.Round(time.Millisecond))
+	require.NotZero(c.t, checked, "no slot fell at a quiet boundary")
+	c.fails("slots at a quiet boundary not fired in its pass", late)
+}
+
+func ceilMinute(t time.Time) time.Time {
+	if f := t.Truncate(time.Minute); !f.Equal(t) {
+		return f.Add(time.Minute)
+	}
+	return t
+}
+
+// report logs the figures: runs, deliveries, duplicates, the receiver's
+// refusals and stalls, and the lateness from slot to first acceptance —
+// of every run, and of the runs of live slots (falling due from B1 on:
+// not the backlog of the five minutes before the start).
+func (c soakCheck) report(recv *soakReceiver, b1 time.Time) {
+	first := map[string]time.Time{}
+	byType := map[string]int{}
+	for _, a := range c.acc {
+		byType[a.Type]++
+		if f, ok := first[a.Key]; !ok || a.At.Before(f) {
+			first[a.Key] = a.At
+		}
+	}
+	var late, lateDue, live, liveDue []time.Duration
+	for _, r := range c.runs {
+		if at, ok := first[r.SlotID]; ok {
+			slot := sqldb.DecodeTime(r.Slot)
+			due := ceilMinute(c.due(r.Schedule, slot))
+			late = append(late, at.Sub(slot))
+			lateDue = append(lateDue, at.Sub(due))
+			if !due.Before(b1) {
+				live = append(live, at.Sub(slot))
+				liveDue = append(liveDue, at.Sub(due))
+			}
+		}
+	}
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	c.t.Logf("committed: %d runs, %d outbox records; receiver: %d requests, %d accepted (%v), %d duplicates, %d refused with 503, %d stalled for %v and accepted, of %d stalled",
+		len(c.runs), len(c.records), recv.requests, len(c.acc), byType, len(c.acc)-len(first), recv.refused, recv.stalled, recv.plan.stallFor, recv.stalls)
+	for _, l := range []struct {
+		what       string
+		slot, from []time.Duration
+	}{{"every run", late, lateDue}, {"live slots", live, liveDue}} {
+		c.t.Logf("%s (%d): slot to first acceptance p50 %v, p99 %v, max %v; from the boundary the slot fell due at p50 %v, p99 %v, max %v",
+			l.what, len(l.slot), pct(l.slot, 50), pct(l.slot, 99), pct(l.slot, 100), pct(l.from, 50), pct(l.from, 99), pct(l.from, 100))
+	}
+}
+
+func pct(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := min(len(s)-1, (len(s)*p+99)/100-1)
+	return s[max(i, 0)].Round(time.Millisecond)
+}
