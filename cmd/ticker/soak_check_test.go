@@ -248,36 +248,68 @@ func ceilMinute(t time.Time) time.Time {
 	return t
 }
 
+// soakLateness is how late a run's slot was first accepted: from the
+// slot, and from the minute boundary it fell due at (a jittered or
+// "@every 90s" slot waits for the next minute's pass by design).
+type soakLateness struct {
+	slotID         string
+	boundary       time.Time
+	fromSlot, late time.Duration // late: from the boundary
+}
+
+// firstAccepted is when each key was first accepted.
+func (c soakCheck) firstAccepted() map[string]time.Time {
+	first := map[string]time.Time{}
+	for _, a := range c.acc {
+		if f, ok := first[a.Key]; !ok || a.At.Before(f) {
+			first[a.Key] = a.At
+		}
+	}
+	return first
+}
+
+// lateness is the lateness of every committed run that was accepted.
+func (c soakCheck) lateness() []soakLateness {
+	first := c.firstAccepted()
+	var out []soakLateness
+	for _, r := range c.runs {
+		if at, ok := first[r.SlotID]; ok {
+			slot := sqldb.DecodeTime(r.Slot)
+			due := ceilMinute(c.due(r.Schedule, slot))
+			out = append(out, soakLateness{slotID: r.SlotID, boundary: due, fromSlot: at.Sub(slot), late: at.Sub(due)})
+		}
+	}
+	return out
+}
+
 // report logs the figures: runs, deliveries, duplicates, the receiver's
 // refusals and stalls, and the lateness from slot to first acceptance —
 // of every run, and of the runs of live slots (falling due from B1 on:
 // not the backlog of the five minutes before the start).
 func (c soakCheck) report(recv *soakReceiver, b1 time.Time) {
-	first := map[string]time.Time{}
 	byType := map[string]int{}
 	for _, a := range c.acc {
 		byType[a.Type]++
-		if f, ok := first[a.Key]; !ok || a.At.Before(f) {
-			first[a.Key] = a.At
-		}
 	}
 	var late, lateDue, live, liveDue []time.Duration
-	for _, r := range c.runs {
-		if at, ok := first[r.SlotID]; ok {
-			slot := sqldb.DecodeTime(r.Slot)
-			due := ceilMinute(c.due(r.Schedule, slot))
-			late = append(late, at.Sub(slot))
-			lateDue = append(lateDue, at.Sub(due))
-			if !due.Before(b1) {
-				live = append(live, at.Sub(slot))
-				liveDue = append(liveDue, at.Sub(due))
-			}
+	for _, l := range c.lateness() {
+		late = append(late, l.fromSlot)
+		lateDue = append(lateDue, l.late)
+		if !l.boundary.Before(b1) {
+			live = append(live, l.fromSlot)
+			liveDue = append(liveDue, l.late)
 		}
 	}
 	recv.mu.Lock()
 	defer recv.mu.Unlock()
-	c.t.Logf("committed: %d runs, %d outbox records; receiver: %d requests, %d accepted (%v), %d duplicates, %d refused with 503, %d stalled for %v and accepted, of %d stalled",
-		len(c.runs), len(c.records), recv.requests, len(c.acc), byType, len(c.acc)-len(first), recv.refused, recv.stalled, recv.plan.stallFor, recv.stalls)
+	mostKey, most := "", 0
+	for k, n := range recv.refusedKey {
+		if n > most || n == most && k < mostKey {
+			mostKey, most = k, n
+		}
+	}
+	c.t.Logf("committed: %d runs, %d outbox records; receiver: %d requests, %d accepted (%v), %d duplicates, %d refused with 500 or 503 (at most %d times one key, %s), %d stalled for %v and accepted, of %d stalled",
+		len(c.runs), len(c.records), recv.requests, len(c.acc), byType, len(c.acc)-len(c.firstAccepted()), recv.refused, most, mostKey, recv.stalled, recv.plan.stallFor, recv.stalls)
 	for _, l := range []struct {
 		what       string
 		slot, from []time.Duration
@@ -285,6 +317,76 @@ func (c soakCheck) report(recv *soakReceiver, b1 time.Time) {
 		c.t.Logf("%s (%d): slot to first acceptance p50 %v, p99 %v, max %v; from the boundary the slot fell due at p50 %v, p99 %v, max %v",
 			l.what, len(l.slot), pct(l.slot, 50), pct(l.slot, 99), pct(l.slot, 100), pct(l.from, 50), pct(l.from, 99), pct(l.from, 100))
 	}
+	c.reportBoundaries(b1)
+}
+
+// punctual checks p: the slots falling due at its boundaries were first
+// accepted, p99 of them, less than p.p99 after their boundary. It logs
+// their figures and the latest slots.
+func (c soakCheck) punctual(b1 time.Time, p soakPunctual) {
+	c.t.Helper()
+	if p.p99 == 0 {
+		return
+	}
+	from, to := b1.Add(p.from), b1.Add(p.to)
+	var all []soakLateness
+	for _, l := range c.lateness() {
+		if !l.boundary.Before(from) && !l.boundary.After(to) {
+			all = append(all, l)
+		}
+	}
+	require.NotEmpty(c.t, all, "no run accepted for the boundaries %s to %s", from.Format(time.TimeOnly), to.Format(time.TimeOnly))
+	slices.SortFunc(all, func(a, b soakLateness) int { return int(b.late - a.late) })
+	var latest []string
+	ds := make([]time.Duration, len(all))
+	for i, l := range all {
+		ds[i] = l.late
+		if i < 5 {
+			latest = append(latest, fmt.Sprintf("%s %v", l.slotID, l.late.Round(time.Millisecond)))
+		}
+	}
+	p99 := pct(ds, 99)
+	c.t.Logf("punctual: %d slots due at the boundaries %s to %s, first accepted p50 %v, p99 %v (bound %v), max %v after their boundary; latest %s",
+		len(all), from.Format(time.TimeOnly), to.Format(time.TimeOnly), pct(ds, 50), p99, p.p99, pct(ds, 100), strings.Join(latest, ", "))
+	if p99 >= p.p99 {
+		c.t.Errorf("slots due at the boundaries %s to %s first accepted p99 %v after their boundary, want under %v",
+			from.Format(time.TimeOnly), to.Format(time.TimeOnly), p99, p.p99)
+	}
+}
+
+// reportBoundaries logs, for each boundary from B1 on, the lateness of
+// the slots falling due at it: which minutes a fault made late.
+func (c soakCheck) reportBoundaries(b1 time.Time) {
+	byBoundary := map[int64][]time.Duration{} // by Unix second
+	last := b1
+	for _, l := range c.lateness() {
+		if !l.boundary.Before(b1) {
+			byBoundary[l.boundary.Unix()] = append(byBoundary[l.boundary.Unix()], l.late)
+			last = later(last, l.boundary)
+		}
+	}
+	for b := b1; !b.After(last); b = b.Add(time.Minute) {
+		ds := byBoundary[b.Unix()]
+		c.t.Logf("boundary B1+%v (%s): %d slots, first accepted p50 %v, p99 %v, max %v after it; %d of them 5 s or more",
+			b.Sub(b1), b.Format(time.TimeOnly), len(ds), pct(ds, 50), pct(ds, 99), pct(ds, 100), countAtLeast(ds, 5*time.Second))
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func countAtLeast(ds []time.Duration, d time.Duration) int {
+	n := 0
+	for _, x := range ds {
+		if x >= d {
+			n++
+		}
+	}
+	return n
 }
 
 func pct(ds []time.Duration, p int) time.Duration {

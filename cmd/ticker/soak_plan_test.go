@@ -16,12 +16,17 @@ import (
 // minute boundary at least 8 s after the replicas start.
 type soakPlan struct {
 	schedules int
+	// noBacklog stores the schedules as of now, not five minutes ago: no
+	// missed slot for B1's pass to catch up, no SlotsSkipped.
+	noBacklog bool
 	// The receiver fails failRate of the requests in [failFrom, failTo)
-	// with 503, and stalls the first stalls requests in [stallFrom,
-	// stallTo) for stallFor each (then accepts them if the sender still
-	// waits: the webhook gives up after 10 s).
+	// with 503 (or, with failEvery, every failEvery-th request there, with
+	// 500 and 503 in turn), and stalls the first stalls requests in
+	// [stallFrom, stallTo) for stallFor each (then accepts them if the
+	// sender still waits: the webhook gives up after 10 s).
 	failFrom, failTo   time.Duration
 	failRate           float64
+	failEvery          int
 	stallFrom, stallTo time.Duration
 	stalls             int
 	stallFor           time.Duration
@@ -29,6 +34,16 @@ type soakPlan struct {
 	// quiet are the boundaries (offsets from B1, whole minutes) after the
 	// last fault at which every slot must fire in its own boundary's pass.
 	quiet []time.Duration
+	// punctual, when its p99 is set, bounds the lateness of the slots
+	// falling due at its boundaries (soakCheck.punctual).
+	punctual soakPunctual
+}
+
+// soakPunctual asks that the slots falling due at the boundaries from
+// B1+from to B1+to (whole minutes) were first accepted, p99 of them,
+// less than p99 after the boundary each fell due at.
+type soakPunctual struct {
+	from, to, p99 time.Duration
 }
 
 type soakFault struct {
@@ -64,6 +79,23 @@ func soakPlanFor(mode string, pgRestart bool) soakPlan {
 	}
 	killed := func(at time.Duration, kind string) []soakFault {
 		return []soakFault{{at: at, kind: kind}, {at: at + 3*time.Second, kind: "restart"}}
+	}
+	if mode == "stall" {
+		// Issue 34's scenario: one slow receiver must hold back only its
+		// own streams. 500/503 to every fifth POST for 90 s, three POSTs
+		// stalled 40 s in the minute after B1+1m (while the receiver
+		// fails), no kill; every live slot punctual. Without the backlog
+		// of an outage: B1's pass would carry five minutes of runs (about
+		// 1,100 records, 4 to 5 s of requests at 16 in flight and 45 ms
+		// each), which no stall causes and which the live slots of B1
+		// wait behind.
+		return soakPlan{
+			schedules: 300, noBacklog: true,
+			failFrom: -5 * time.Second, failTo: 85 * time.Second, failEvery: 5,
+			stallFrom: time.Minute, stallTo: 2 * time.Minute, stalls: 3, stallFor: 40 * time.Second,
+			quiet:    []time.Duration{3 * time.Minute},
+			punctual: soakPunctual{from: 0, to: 3 * time.Minute, p99: 5 * time.Second},
+		}
 	}
 	if mode == "long" {
 		p := soakPlan{

@@ -15,8 +15,8 @@ import (
 	"github.com/passage-of-time/passage/cmd/ticker/internal/sink"
 )
 
-// soakReceiver is the webhook receiver: about 44 ms an answer, 503 for a
-// share of the requests in a window, a few requests stalled; every
+// soakReceiver is the webhook receiver: about 44 ms an answer, 500 or
+// 503 for a share of the requests in a window, a few requests stalled; every
 // request's signature verified, every accepted request logged.
 type soakReceiver struct {
 	t    *testing.T
@@ -27,6 +27,8 @@ type soakReceiver struct {
 	failFrom, failTo         time.Time
 	stallFrom, stallTo       time.Time
 	stalled, refused, stalls int
+	inFailWindow             int            // requests in [failFrom, failTo)
+	refusedKey               map[string]int // refusals by key
 	requests, bad            int
 	accepted                 []soakAcceptance
 }
@@ -39,7 +41,7 @@ type soakAcceptance struct {
 }
 
 func newSoakReceiver(t *testing.T, plan soakPlan) *soakReceiver {
-	r := &soakReceiver{t: t, plan: plan}
+	r := &soakReceiver{t: t, plan: plan, refusedKey: map[string]int{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	return r
 }
@@ -90,19 +92,12 @@ func (r *soakReceiver) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "bad signature or headers", http.StatusUnauthorized)
 		return
 	}
-	fail := !now.Before(r.failFrom) && now.Before(r.failTo) && rand.Float64() < r.plan.failRate
-	stall := !fail && !now.Before(r.stallFrom) && now.Before(r.stallTo) && r.stalls < r.plan.stalls
-	if fail {
-		r.refused++
-	}
-	if stall {
-		r.stalls++
-	}
+	fail, stall := r.decide(now, rec.ID)
 	r.mu.Unlock()
 
 	time.Sleep(44 * time.Millisecond)
-	if fail {
-		http.Error(w, "failing for a while", http.StatusServiceUnavailable)
+	if fail != 0 {
+		http.Error(w, "failing for a while", fail)
 		return
 	}
 	if stall {
@@ -130,6 +125,29 @@ func (r *soakReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// decide tells whether a request at now for key fails (with that status)
+// or stalls, and counts it. r.mu is held.
+func (r *soakReceiver) decide(now time.Time, key string) (fail int, stall bool) {
+	if !now.Before(r.failFrom) && now.Before(r.failTo) {
+		r.inFailWindow++
+		switch {
+		case r.plan.failEvery > 0 && r.inFailWindow%r.plan.failEvery == 0:
+			fail = []int{http.StatusInternalServerError, http.StatusServiceUnavailable}[r.refused%2]
+		case r.plan.failEvery == 0 && rand.Float64() < r.plan.failRate:
+			fail = http.StatusServiceUnavailable
+		}
+	}
+	stall = fail == 0 && !now.Before(r.stallFrom) && now.Before(r.stallTo) && r.stalls < r.plan.stalls
+	if fail != 0 {
+		r.refused++
+		r.refusedKey[key]++
+	}
+	if stall {
+		r.stalls++
+	}
+	return fail, stall
 }
 
 func (r *soakReceiver) log() []soakAcceptance {
