@@ -88,6 +88,25 @@ func (c soakCheck) everyRecordDelivered() {
 	c.fails("committed runs never accepted under their slot id with their run id", runsMissing)
 }
 
+// deliveredOnce: no record was accepted twice. Without a crash a record
+// is offered again only after a refusal (or a request the relay gave up,
+// which the receiver does not accept either).
+func (c soakCheck) deliveredOnce() {
+	c.t.Helper()
+	n := map[string]int{}
+	for _, a := range c.acc {
+		n[a.Key]++
+	}
+	var twice []string
+	for k, x := range n {
+		if x > 1 {
+			twice = append(twice, fmt.Sprintf("%s %d times", k, x))
+		}
+	}
+	slices.Sort(twice)
+	c.fails("records accepted more than once", twice)
+}
+
 // nothingUncommittedDelivered: no accepted key, and no accepted run id,
 // is absent from the database.
 func (c soakCheck) nothingUncommittedDelivered() {

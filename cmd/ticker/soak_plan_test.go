@@ -37,6 +37,8 @@ type soakPlan struct {
 	// punctual, when its p99 is set, bounds the lateness of the slots
 	// falling due at its boundaries (soakCheck.punctual).
 	punctual soakPunctual
+	// once: no record may be accepted twice (a plan without crashes).
+	once bool
 }
 
 // soakPunctual asks that the slots falling due at the boundaries from
@@ -95,6 +97,7 @@ func soakPlanFor(mode string, pgRestart bool) soakPlan {
 			stallFrom: time.Minute, stallTo: 2 * time.Minute, stalls: 3, stallFor: 40 * time.Second,
 			quiet:    []time.Duration{3 * time.Minute},
 			punctual: soakPunctual{from: 0, to: 3 * time.Minute, p99: 5 * time.Second},
+			once:     true,
 		}
 	}
 	if mode == "long" {

@@ -194,6 +194,9 @@ func (s *soak) check() {
 	c := soakCheck{t: t, runs: runs, records: records, acc: acc, jitter: s.jitter, specs: s.specs}
 	c.everyRecordDelivered()
 	c.nothingUncommittedDelivered()
+	if s.plan.once {
+		c.deliveredOnce()
+	}
 	c.noSlotDeliveredAndSkipped()
 	c.noRunEarly()
 	c.backOnTime(s.b1, s.plan.quiet)
