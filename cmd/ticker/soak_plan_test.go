@@ -106,6 +106,8 @@ func soakPlanFor(mode string, pgRestart bool) soakPlan {
 			failFrom:  1 * time.Minute, failTo: 3 * time.Minute, failRate: 0.2,
 			stallFrom: 70 * time.Second, stallTo: 3 * time.Minute, stalls: 5, stallFor: 40 * time.Second,
 			quiet: []time.Duration{14 * time.Minute, 15 * time.Minute, 16 * time.Minute},
+			// The minutes after the last kill are as punctual as any.
+			punctual: soakPunctual{from: 14 * time.Minute, to: 16 * time.Minute, p99: 5 * time.Second},
 		}
 		p.faults = slices.Concat(
 			lockedKill(0),

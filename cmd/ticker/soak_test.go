@@ -39,8 +39,10 @@ import (
 //	PASSAGE_SOAK=long   500 schedules; that, and seven kill -9s in all
 //	                    (five of the holder), a pass held for 12 s, a
 //	                    SIGSTOP of the holder for a minute, 503s for two
-//	                    minutes, 5 stalls of 40 s; three quiet minutes;
-//	                    about 19 minutes (go test -timeout 30m)
+//	                    minutes, 5 stalls of 40 s; three quiet minutes,
+//	                    their slots first accepted p99 under 5 s after
+//	                    their boundary; about 19 minutes (go test
+//	                    -timeout 30m)
 //	PASSAGE_SOAK=stall  issue 34's slow receiver, nothing killed: 300
 //	                    schedules; 500 or 503 to every fifth request for
 //	                    90 s, and within it 3 requests stalled 40 s in one
