@@ -8,6 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/passage-of-time/passage/internal/timefmt"
+	"github.com/passage-of-time/passage/schedule"
 	"github.com/passage-of-time/passage/tick"
 	"github.com/passage-of-time/passage/todolist"
 )
@@ -23,6 +24,19 @@ type Status struct {
 	Units     []UnitStatus `json:"units"`
 	Lease     *LeaseStatus `json:"lease"`
 	Lists     []ListStatus `json:"todo_lists"`
+	// Schedules sums up the stored schedules; nil (left out of JSON)
+	// where the database has none.
+	Schedules *ScheduleTotals `json:"schedules,omitempty"`
+}
+
+// ScheduleTotals sums up the stored schedules (schedule.ReadTotals):
+// their to-do list counts nothing completed while they fire, since each
+// firing moves its item to the next slot, so these say what they did.
+type ScheduleTotals struct {
+	Schedules int64 `json:"schedules"`
+	Paused    int64 `json:"paused"`
+	Runs      int64 `json:"runs"`
+	Skipped   int64 `json:"skipped"`
 }
 
 // UnitStatus is one ticker unit's cursor: the last boundary emitted.
@@ -106,6 +120,15 @@ func ReadStatus(ctx context.Context, q sqlx.ExtContext, now time.Time, loc *time
 	}
 	for _, l := range lists {
 		report.Lists = append(report.Lists, listStatus(l, now, loc))
+	}
+	if has, err := schedule.HasState(ctx, q); err != nil {
+		return Status{}, err
+	} else if has {
+		t, err := schedule.ReadTotals(ctx, q)
+		if err != nil {
+			return Status{}, err
+		}
+		report.Schedules = &ScheduleTotals{Schedules: t.Schedules, Paused: t.Paused, Runs: t.Runs, Skipped: t.Skipped}
 	}
 	return report, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/passage-of-time/passage/dashboard"
 	"github.com/passage-of-time/passage/internal/timefmt"
+	"github.com/passage-of-time/passage/schedule"
 )
 
 func statusCommand(env Env) *cobra.Command {
@@ -82,9 +83,13 @@ func printStatus(env Env, r dashboard.Status) error {
 		}
 	}
 	fmt.Fprintln(tw)
-	if r.Lease == nil {
+	switch {
+	case r.Lease == nil && len(r.Units) > 0:
+		// "ticker run --once" releases it at every run.
+		fmt.Fprintln(tw, "lease: none held (the last ticker released it as it stopped)")
+	case r.Lease == nil:
 		fmt.Fprintln(tw, "lease: none taken")
-	} else {
+	default:
 		state := "expired"
 		if r.Lease.Live {
 			state = "live"
@@ -104,5 +109,15 @@ func printStatus(env Env, r dashboard.Status) error {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\n", l.Name, l.Pending, l.Due, l.Parked, oldest, l.LagText(), l.Completed, l.Failures)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if s := r.Schedules; s != nil && s.Schedules > 0 {
+		// passage-schedules' COMPLETED stays 0 while schedules fire (an
+		// item moves on to its next slot): this line says what they did.
+		_, err := fmt.Fprintf(env.Stdout, "\nschedules: %d (%d paused), %s fired, %s skipped; %s holds one item per schedule, moved to its next slot at each run, completed only when the schedule ends\n",
+			s.Schedules, s.Paused, plural(int(s.Runs), "run", "runs"), plural(int(s.Skipped), "slot", "slots"), schedule.ListName)
+		return err
+	}
+	return nil
 }
