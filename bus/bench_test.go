@@ -43,7 +43,8 @@ func floorLoop(ctx context.Context, hs []func(context.Context, benchEvent) error
 }
 
 // BenchmarkPublishEvent compares synchronous delivery of one concrete event
-// through the bus with the floor. The bus benchmark runs the floor too, in
+// through the bus with the floor: PublishEvent (bus) and a Topic's Publish
+// (topic), which keeps the route between publishes. The bus benchmark runs the floor too, in
 // alternating chunks so that both see the same machine load, and reports
 // its own ns/op, the floor's (floor-ns/op) and their ratio (x-floor).
 // Targets: 0 allocs/op, at most 10x the floor for 1 handler and 5x for 4.
@@ -60,7 +61,7 @@ func BenchmarkPublishEvent(b *testing.B) {
 				}
 			}
 		})
-		b.Run("handlers="+strconv.Itoa(n)+"/bus", func(b *testing.B) {
+		subscribed := func(b *testing.B) *bus.Bus {
 			bs, err := bus.New()
 			if err != nil {
 				b.Fatal(err)
@@ -70,33 +71,49 @@ func BenchmarkPublishEvent(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			const chunk = 1024
-			var busTime, floorTime time.Duration
-			b.ReportAllocs()
-			b.ResetTimer()
-			for done := 0; done < b.N; done += chunk {
-				m := min(chunk, b.N-done)
-				start := time.Now()
-				for range m {
-					if err := floorLoop(ctx, hs, ev); err != nil {
-						b.Fatal(err)
-					}
-				}
-				mid := time.Now()
-				for range m {
-					if err := bus.PublishEvent(ctx, bs, ev); err != nil {
-						b.Fatal(err)
-					}
-				}
-				floorTime += mid.Sub(start)
-				busTime += time.Since(mid)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(busTime.Nanoseconds())/float64(b.N), "ns/op")
-			b.ReportMetric(float64(floorTime.Nanoseconds())/float64(b.N), "floor-ns/op")
-			b.ReportMetric(float64(busTime)/float64(floorTime), "x-floor")
+			return bs
+		}
+		b.Run("handlers="+strconv.Itoa(n)+"/bus", func(b *testing.B) {
+			bs := subscribed(b)
+			versusFloor(b, hs, ev, func() error { return bus.PublishEvent(ctx, bs, ev) })
+		})
+		b.Run("handlers="+strconv.Itoa(n)+"/topic", func(b *testing.B) {
+			topic := bus.TopicOf[benchEvent](subscribed(b))
+			versusFloor(b, hs, ev, func() error { return topic.Publish(ctx, ev) })
 		})
 	}
+}
+
+// versusFloor runs publish b.N times and the floor as many, in
+// alternating chunks so that both see the same machine load, and reports
+// publish's ns/op, the floor's (floor-ns/op) and their ratio (x-floor).
+func versusFloor(b *testing.B, hs []func(context.Context, benchEvent) error, ev benchEvent, publish func() error) {
+	ctx := context.Background()
+	const chunk = 1024
+	var busTime, floorTime time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += chunk {
+		m := min(chunk, b.N-done)
+		start := time.Now()
+		for range m {
+			if err := floorLoop(ctx, hs, ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		mid := time.Now()
+		for range m {
+			if err := publish(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		floorTime += mid.Sub(start)
+		busTime += time.Since(mid)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(busTime.Nanoseconds())/float64(b.N), "ns/op")
+	b.ReportMetric(float64(floorTime.Nanoseconds())/float64(b.N), "floor-ns/op")
+	b.ReportMetric(float64(busTime)/float64(floorTime), "x-floor")
 }
 
 type keyedEvent struct {

@@ -104,3 +104,32 @@ type Step struct {
 	OrderID string
 	N       int
 }
+
+// A publisher on a hot path takes the Topic of its event type once and
+// publishes through it: the same delivery as PublishEvent, without looking
+// the route up at every event.
+func ExampleTopicOf() {
+	b, err := bus.New()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	defer func() { _ = b.Close(ctx) }()
+	timedOut := bus.TopicOf[OrderTimedOut](b)
+	if _, err := bus.Subscribe(b, func(_ context.Context, e OrderTimedOut) error {
+		fmt.Println("cancel", e.OrderID)
+		return nil
+	}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, id := range []string{"o-1", "o-2"} {
+		if err := timedOut.Publish(ctx, OrderTimedOut{OrderID: id}); err != nil {
+			fmt.Println(err)
+		}
+	}
+	// Output:
+	// cancel o-1
+	// cancel o-2
+}
