@@ -72,6 +72,12 @@ type execution struct {
 
 	scratch map[reflect.Type]any // see scratch
 
+	// patches holds the answer of Patched (or DeprecatePatch) for each
+	// patch id asked so far: one per instance. oldBranches are the
+	// history's notes of patches whose old branch it takes (patch.go).
+	patches     map[string]bool
+	oldBranches []patchOldBranch
+
 	recorded  int  // decisions recorded live in this execution (see position)
 	sawCancel bool // a call returned ErrCancelled (cancelNow)
 	// overtook is set when the execution recorded its answers after
@@ -100,6 +106,28 @@ type registered struct {
 
 func (x *execution) execution() *execution { return x }
 
+// read loads an instance's history into x: its decisions to replay, what
+// its inbox asked and what was taken from it, the old branches of
+// patches it noted, and its version.
+func (x *execution) read(history []eventstore.Recorded) {
+	x.history = history
+	x.consumed = map[int64]bool{}
+	for _, r := range history {
+		switch ev := r.Event.(type) {
+		case cancelRequested:
+			x.cancel = true
+		case signalConsumed:
+			x.consumed[ev.Version] = true
+		case patchOldBranch:
+			x.oldBranches = append(x.oldBranches, ev)
+		}
+		if isDecision(r.Event) {
+			x.decisions = append(x.decisions, r.Event)
+		}
+		x.version = r.Version
+	}
+}
+
 func (x *execution) Instance() string { return x.instance }
 
 // stopped reports whether the function must unwind: it is suspended,
@@ -121,10 +149,33 @@ func (x *execution) live() bool { return x.next >= len(x.decisions) }
 // mismatch records that the function asked for want where the history
 // holds something else; the instance is stuck.
 func (x *execution) mismatch(want string) {
-	if x.stuck == nil {
-		x.stuck = fmt.Errorf("%w: the code asks for %s where the history (event %d of its decisions) has %s",
-			ErrNondeterministic, want, x.next+1, describe(x.peek()))
+	if x.stuck != nil {
+		return
 	}
+	found := fmt.Sprintf("the code asks for %s where the history (event %d of its decisions) has %s", want, x.next+1, describe(x.peek()))
+	if id, ok := x.passedOldBranch(); ok {
+		// The cause, when the history says so: the code of a path the
+		// instance took is gone.
+		x.stuck = x.oldBranchGone(id, found)
+		return
+	}
+	if m, ok := x.peek().(patchMarked); ok {
+		found += fmt.Sprintf(": the instance took the new branch of patch %q here, so the code must ask Patched(ctx, %q) or DeprecatePatch(ctx, %q) here as long as a running instance holds its marker", m.ID, m.ID, m.ID)
+	}
+	x.stuck = fmt.Errorf("%w: %s", ErrNondeterministic, found)
+}
+
+// endedEarly returns the first decision the function did not replay
+// before it returned, and true, when there is one other than a
+// compensation (those run after the function returns): the code ended
+// where the history goes on.
+func (x *execution) endedEarly() (any, bool) {
+	for _, d := range x.decisions[min(x.next, len(x.decisions)):] {
+		if _, ok := d.(compensationCompleted); !ok {
+			return d, true
+		}
+	}
+	return nil, false
 }
 
 func (x *execution) record(e any) {

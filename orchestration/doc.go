@@ -44,7 +44,17 @@
 // A replay that asks for something else than the history holds (a step
 // renamed, a sleep added before a recorded step) leaves the instance Stuck
 // with an error naming both; Engine.Replay checks recorded histories
-// against new code before a deploy. The workflowcheck analyzer
+// against new code before a deploy.
+//
+// To change a workflow under running instances, put the change behind
+// Patched(ctx, id): instances that reach it after the deploy record a
+// marker and take the new branch; those that passed it before replay the
+// old one for as long as they run. Once none of those is left,
+// DeprecatePatch(ctx, id) replaces the branch; once no running instance
+// holds the marker, the call goes too. A marker the code no longer asks
+// for, and an old branch an instance is noted to need, leave it stuck
+// naming the patch, and Engine.Replay says so first (docs/workflows.md).
+// The workflowcheck analyzer
 // (orchestration/workflowcheck) flags time.Now, time.Sleep, math/rand, go
 // statements and map ranges in workflow functions.
 //

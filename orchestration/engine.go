@@ -305,19 +305,8 @@ func (e *Engine) prepare(ctx context.Context, instance string, history []eventst
 	if !ok {
 		return nil, nil, fmt.Errorf("orchestration: wake %s: %w: %q is not registered in this process", instance, ErrUnknownWorkflow, st.Workflow)
 	}
-	x := &execution{engine: e, wf: wf, ctx: ctx, instance: instance, stream: streamOf(instance), history: history, consumed: map[int64]bool{}}
-	for _, r := range history {
-		switch ev := r.Event.(type) {
-		case cancelRequested:
-			x.cancel = true
-		case signalConsumed:
-			x.consumed[ev.Version] = true
-		}
-		if isDecision(r.Event) {
-			x.decisions = append(x.decisions, r.Event)
-		}
-		x.version = r.Version
-	}
+	x := &execution{engine: e, wf: wf, ctx: ctx, instance: instance, stream: streamOf(instance)}
+	x.read(history)
 	return &loaded{x, history[0].Event.(workflowStarted).Input}, wf, nil
 }
 
@@ -339,6 +328,15 @@ func callWorkflow(fn func(*execution, json.RawMessage) (json.RawMessage, error),
 func (e *Engine) finish(ctx context.Context, x *loaded, out json.RawMessage, runErr error) error {
 	if runErr == nil && x.sawCancel {
 		runErr = ErrCancelled // a cancel the function swallowed still cancels it
+	}
+	if x.abort == nil && x.stuck == nil {
+		x.checkOldBranches()
+	}
+	if d, early := x.endedEarly(); early && x.abort == nil && x.stuck == nil && !x.suspended {
+		// The code returned where the history goes on (a Patched call
+		// removed right before the end, say): ending the instance would
+		// drop what the history says happened next.
+		x.stuck = fmt.Errorf("%w: the code ended before %s", ErrNondeterministic, describe(d))
 	}
 	switch {
 	case x.abort != nil:

@@ -79,6 +79,22 @@ type signalConsumed struct {
 // awaitTimedOut records that Await Seq ran out of time.
 type awaitTimedOut struct{ Seq int }
 
+// patchMarked records that the instance took the new branch of a patch:
+// Patched(ID) was first asked live, past the end of the history (patch.go).
+type patchMarked struct{ ID string }
+
+// patchOldBranch notes that the instance had passed a patch's point
+// before the patch was deployed, and so takes its old branch: Patched(ID),
+// first asked at decision At (counted from 0), met a later decision
+// where the marker would be. It is appended by the first execution that
+// finds it, wherever that execution is, so it is not a decision: it
+// changes no answer, and tells the replayer and inspection which
+// instances still need the old branch (patch.go).
+type patchOldBranch struct {
+	ID string
+	At int
+}
+
 // compensationCompleted records a compensation that ran.
 type compensationCompleted struct{ Name string }
 
@@ -118,6 +134,8 @@ func registry() (*eventstore.Registry, error) {
 		eventstore.Register[signalConsumed](r, "orchestration.SignalConsumed"),
 		eventstore.Register[awaitTimedOut](r, "orchestration.AwaitTimedOut"),
 		eventstore.Register[compensationCompleted](r, "orchestration.CompensationCompleted"),
+		eventstore.Register[patchMarked](r, "orchestration.PatchMarked"),
+		eventstore.Register[patchOldBranch](r, "orchestration.PatchOldBranch"),
 		eventstore.Register[workflowCompleted](r, "orchestration.Completed"),
 		eventstore.Register[workflowFailed](r, "orchestration.Failed"),
 		eventstore.Register[workflowCancelled](r, "orchestration.Cancelled"),
@@ -135,7 +153,7 @@ func registry() (*eventstore.Registry, error) {
 // isDecision reports whether e is produced by the function's own calls.
 func isDecision(e any) bool {
 	switch e.(type) {
-	case workflowStarted, signalReceived, cancelRequested, workflowCompleted, workflowFailed, workflowCancelled, workflowStuck:
+	case workflowStarted, signalReceived, cancelRequested, workflowCompleted, workflowFailed, workflowCancelled, workflowStuck, patchOldBranch:
 		return false
 	}
 	return true

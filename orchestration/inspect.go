@@ -79,6 +79,10 @@ func (h HistoryEvent) Describe(loc *time.Location) string {
 		return "await timed out"
 	case compensationCompleted:
 		return fmt.Sprintf("compensation %s done", e.Name)
+	case patchMarked:
+		return fmt.Sprintf("took the new branch of patch %s", e.ID)
+	case patchOldBranch:
+		return fmt.Sprintf("takes the old branch of patch %s: it passed the point (decision %d) before the patch", e.ID, e.At+1)
 	case workflowCompleted:
 		return "completed: " + compactJSON(e.Output)
 	case workflowFailed:

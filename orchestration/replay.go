@@ -95,27 +95,18 @@ func replay(ctx context.Context, e *Engine, fn func(*execution, json.RawMessage)
 		e = &Engine{clock: clockwork.NewFakeClockAt(time.Time{})}
 	}
 	st := fold(instance, history)
-	x := &execution{engine: e, ctx: ctx, instance: instance, stream: streamOf(instance), history: history, consumed: map[int64]bool{}, replayOnly: true}
-	for _, r := range history {
-		switch ev := r.Event.(type) {
-		case cancelRequested:
-			x.cancel = true
-		case signalConsumed:
-			x.consumed[ev.Version] = true
-		}
-		if isDecision(r.Event) {
-			x.decisions = append(x.decisions, r.Event)
-		}
-	}
+	x := &execution{engine: e, ctx: ctx, instance: instance, stream: streamOf(instance), replayOnly: true}
+	x.read(history)
 	_, _ = callWorkflow(fn, &loaded{x, nil}, started.Input)
+	x.checkOldBranches()
 	if x.stuck != nil {
 		return fmt.Errorf("orchestration: replay %s: %w", instance, x.stuck)
 	}
 	if st.State != Running && x.suspended {
 		return fmt.Errorf("orchestration: replay %s: %w: the history ended (%s) where the code goes on", instance, ErrNondeterministic, st.State)
 	}
-	if st.State != Running && x.next < len(x.decisions) && x.compensations == nil {
-		return fmt.Errorf("orchestration: replay %s: %w: the code ended before %s", instance, ErrNondeterministic, describe(x.peek()))
+	if d, early := x.endedEarly(); early && !x.suspended {
+		return fmt.Errorf("orchestration: replay %s: %w: the code ended before %s", instance, ErrNondeterministic, describe(d))
 	}
 	return nil
 }
@@ -163,6 +154,8 @@ func describe(e any) string {
 		return "Await"
 	case compensationCompleted:
 		return fmt.Sprintf("compensation %q", e.Name)
+	case patchMarked:
+		return fmt.Sprintf("the marker of patch %q", e.ID)
 	case nil:
 		return "the end of the history"
 	}

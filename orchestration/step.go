@@ -167,6 +167,9 @@ func (x *execution) runStep(name string, fn func(context.Context, StepInfo) (jso
 		x.suspend(time.Time{}) // a replay check runs no step
 		return nil, ErrSuspended
 	}
+	if x.checkOldBranches(); x.stuck != nil {
+		return nil, ErrSuspended // nothing runs on a path the instance never took
+	}
 	if x.attempts > 0 && x.now().Before(x.retryAt) {
 		x.suspend(x.retryAt)
 		return nil, ErrSuspended
