@@ -24,7 +24,11 @@ var Analyzer = &analysis.Analyzer{
 		"sync.WaitGroup.Go), select on, receive from or send on channels, or " +
 		"range over maps, nor call a function that does, in this module or " +
 		"another outside the standard library. The function given to " +
-		"orchestration.Step or orchestration.Compensate is exempt.",
+		"orchestration.Step or orchestration.Compensate is exempt.\n\n" +
+		"It also checks orchestration.Patched and DeprecatePatch: the patch id " +
+		"must be a non-empty constant string asked at one place of a workflow, " +
+		"Patched's answer must be used, and neither may be called in the body " +
+		"of a Step or Compensate.",
 	URL:       "https://pkg.go.dev/github.com/passage-of-time/passage/orchestration/workflowcheck",
 	Run:       run,
 	FactTypes: []analysis.Fact{new(nondeterministic)},
@@ -50,6 +54,7 @@ func run(pass *analysis.Pass) (any, error) {
 		for _, file := range pass.Files {
 			w.walk(file, false)
 		}
+		c.checkPatches()
 	}
 	return nil, nil
 }

@@ -48,6 +48,32 @@
 // orchestration package itself is not checked; its tests and every other
 // package are.
 //
+// # Patches
+//
+// A change to a workflow under running instances goes behind
+// orchestration.Patched(ctx, id), later orchestration.DeprecatePatch(ctx,
+// id); the instance's marker is matched by the id, where it was recorded,
+// on every replay under every later deploy. In every function of a
+// package that sees the orchestration package the analyzer reports:
+//
+//   - a patch id that is not a constant string (a constant expression such
+//     as "v2-"+name is one): an id computed at run time may differ between
+//     replays and deploys;
+//   - an empty id, which leaves the instance stuck;
+//   - an id asked at two places of one workflow function, Patched or
+//     DeprecatePatch alike (closures inside it count as it; another
+//     workflow, declared or literal, has ids of its own): the marker
+//     stands where the first place asked, and deprecating or removing
+//     one place would leave the other wrong. A loop is one place: the
+//     engine decides it once per instance. Helpers called from the
+//     workflow are not followed for this;
+//   - Patched whose answer is dropped (a statement, or assigned to _): the
+//     marker is recorded and no branch depends on it; DeprecatePatch is
+//     the call for code without an old branch;
+//   - either call in the body given to Step or Compensate, which runs once
+//     and is not replayed, so its marker would stand where no replay asks
+//     for it.
+//
 // # Calls
 //
 // A workflow that calls a function that breaks a rule, in its body or in

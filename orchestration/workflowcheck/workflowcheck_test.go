@@ -42,3 +42,13 @@ func TestFollowsCalls(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), workflowcheck.Analyzer,
 		"example.com/shop", "example.com/shop/pricing", "example.com/shop/clock")
 }
+
+// TestPatches covers the checks of orchestration.Patched and
+// DeprecatePatch: ids not constant, empty or asked twice in a workflow
+// (a closure's count, another workflow's do not), an answer dropped, and
+// calls in Step and Compensate bodies; a loop and constant expressions
+// are fine.
+func TestPatches(t *testing.T) {
+	t.Parallel()
+	analysistest.Run(t, analysistest.TestData(), workflowcheck.Analyzer, "patches")
+}

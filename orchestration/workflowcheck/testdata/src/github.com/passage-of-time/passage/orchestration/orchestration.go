@@ -40,6 +40,12 @@ func Await[T any](ctx Context, signal string, timeout time.Duration) (T, bool, e
 	return zero, false, nil
 }
 
+// Patched reports whether the instance takes the new branch of patch id.
+func Patched(ctx Context, id string) bool { return true }
+
+// DeprecatePatch stands where Patched stood once the old branch is gone.
+func DeprecatePatch(ctx Context, id string) {}
+
 // deadline takes a Context first like a workflow, but the engine's own
 // package is not checked: nothing is reported.
 func deadline(ctx Context, d time.Duration) time.Time {
