@@ -180,15 +180,38 @@ type InstanceQuery struct {
 	After string
 	// State keeps only the instances in that state; "" keeps all.
 	State State
+	// Patch keeps only the instances that took the new branch of this
+	// patch: their histories hold its marker (Status.HasPatch). "" keeps
+	// all.
+	Patch string
+	// WithoutPatch keeps only the instances whose histories lack the
+	// marker of this patch: those on its old branch — noted
+	// (Status.OldBranches) once they woke past its point, or not yet
+	// when they passed it before the patch and have slept since — and
+	// those that have not reached its point, which will take the new
+	// branch. With State Running, and started before the patch was
+	// deployed (an instance started after it never takes the old
+	// branch), these are the instances to wait for before
+	// DeprecatePatch. "" keeps all.
+	WithoutPatch string
 	// Limit is the most instances returned, 1 to MaxInstancesRead.
 	Limit int
+}
+
+// Matches reports whether an instance of status st passes q's filters:
+// State, Patch and WithoutPatch (After and Limit page, they do not
+// filter).
+func (q InstanceQuery) Matches(st Status) bool {
+	return (q.State == "" || st.State == q.State) &&
+		(q.Patch == "" || st.HasPatch(q.Patch)) &&
+		(q.WithoutPatch == "" || !st.HasPatch(q.WithoutPatch))
 }
 
 // MaxInstancesRead bounds the instances [ReadInstances] returns at once.
 const MaxInstancesRead = 1000
 
 // ReadInstances returns the status of the instances after q.After, by
-// ID, at most q.Limit of them, keeping those in q.State; more is true when
+// ID, at most q.Limit of them, keeping those q matches; more is true when
 // instances remain after the last one returned. It reads the histories
 // stream by stream, holding one at a time.
 func ReadInstances(ctx context.Context, q sqlx.ExtContext, query InstanceQuery) (statuses []Status, more bool, err error) {
@@ -216,7 +239,7 @@ WHERE stream > ? AND stream < ? ORDER BY stream, version`), streamOf(query.After
 		if current == "" {
 			return
 		}
-		if st := StatusOf(current, history); query.State == "" || st.State == query.State {
+		if st := StatusOf(current, history); query.Matches(st) {
 			statuses = append(statuses, st)
 		}
 		history = history[:0]

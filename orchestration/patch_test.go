@@ -106,6 +106,30 @@ func (d *deploys) start(w *world, instance string, wait int) {
 	require.NoError(d.t, err)
 }
 
+// untilDeprecation runs the shipping code before the patch, patched, and
+// deprecated, until four instances are each on a side: passed passed the
+// point before the patch, then woke under it (its old branch is noted);
+// unwoken passed it before the patch and sleeps on; marked took the new
+// branch; fresh, started under DeprecatePatch, is charged, before the
+// point.
+func (d *deploys) untilDeprecation() {
+	d.t.Helper()
+	old := d.world(shipByPost)
+	d.start(old, "passed", 1)
+	d.start(old, "unwoken", 99)
+	old.tick()
+	d.clock.Advance(time.Hour)
+	old.tick() // both ship by post
+	patched := d.world(shipPatched)
+	d.start(patched, "marked", 1)
+	patched.tick()
+	d.clock.Advance(time.Hour)
+	patched.tick() // passed notes its old branch and notifies; marked ships by courier
+	deprecated := d.world(shipDeprecated)
+	d.start(deprecated, "fresh", 1)
+	deprecated.tick()
+}
+
 // patchEvents counts an instance's patch markers and old-branch notes.
 func patchEvents(t *testing.T, w *world, instance string) (markers, oldBranches int) {
 	t.Helper()
@@ -188,20 +212,7 @@ func TestReplayTellsWhichInstancesStillNeedAPatchsBranches(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			d := newDeploys(t, b)
-			old := d.world(shipByPost)
-			d.start(old, "passed", 1)   // passes the point, then wakes under the patch
-			d.start(old, "unwoken", 99) // passes the point, then sleeps on
-			old.tick()
-			d.clock.Advance(time.Hour)
-			old.tick() // both ship by post
-			patched := d.world(shipPatched)
-			d.start(patched, "marked", 1)
-			patched.tick()
-			d.clock.Advance(time.Hour)
-			patched.tick() // passed notes its old branch and notifies; marked ships by courier
-			deprecated := d.world(shipDeprecated)
-			d.start(deprecated, "fresh", 1) // charged, before the point
-			deprecated.tick()
+			d.untilDeprecation()
 
 			oldBranch := `patch "courier": the instance passed its point (decision 4) before the patch and takes its old branch, which is gone`
 			marker := `the marker of patch "courier"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/passage-of-time/passage/eventstore"
@@ -34,8 +35,18 @@ type Status struct {
 	// WaitingUntil is the wake-up of a suspended instance (its latest
 	// timer, retry or await), zero otherwise.
 	WaitingUntil time.Time
-	output       json.RawMessage
+	// Patches are the patches whose new branch the instance took (their
+	// markers are in its history), in the order it took them.
+	// OldBranches are those whose old branch it is noted to take: it had
+	// passed their point before they were deployed, and has woken since
+	// (see Patched; one that has not woken since is in neither).
+	Patches, OldBranches []string
+	output               json.RawMessage
 }
+
+// HasPatch reports whether the instance took the new branch of patch id:
+// its history holds the marker.
+func (s Status) HasPatch(id string) bool { return slices.Contains(s.Patches, id) }
 
 // Status returns an instance's status, or an error wrapping
 // ErrUnknownInstance.
@@ -62,6 +73,10 @@ func fold(instance string, history []eventstore.Recorded) Status {
 			st.WaitingUntil = e.Until
 		case stepAttemptFailed:
 			st.WaitingUntil = e.RetryAt
+		case patchMarked:
+			st.Patches = append(st.Patches, e.ID)
+		case patchOldBranch:
+			st.OldBranches = append(st.OldBranches, e.ID)
 		case timerFired, signalConsumed, awaitTimedOut, stepCompleted:
 			st.WaitingUntil = time.Time{}
 		case workflowCompleted:
