@@ -39,7 +39,7 @@ func OpenNATSOutbox(ctx context.Context, db *sqldb.DB, url, prefix string, clock
 	if wrap != nil {
 		senders[0].send = wrap(senders[0].send)
 	}
-	d, err := openDelivery(ctx, db, senders, retries{f.backoff, f.attempts}, clock, slog.New(slog.DiscardHandler))
+	d, err := openDelivery(ctx, db, relaying{senders, retries{f.backoff, f.attempts}, clock, slog.New(slog.DiscardHandler)})
 	if err != nil {
 		closeSenders(senders)
 		return nil, err

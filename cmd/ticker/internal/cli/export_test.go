@@ -23,7 +23,7 @@ func WithNextBoundary(env Env, next func(tick.Unit, time.Time, *time.Location) t
 // RunRecorder returns "ticker run"'s schedule handler on the outbox of
 // db (opened, and created, before any transaction of the caller's).
 func RunRecorder(ctx context.Context, db *sqldb.DB) (schedule.Handler, error) {
-	out, err := openDelivery(ctx, db, []sender{{name: "stdout", send: func(context.Context, string, string, []byte) error { return nil }, parallel: 1}}, retries{time.Second, 1}, clockwork.NewRealClock(), slog.New(slog.DiscardHandler))
+	out, err := openDelivery(ctx, db, relaying{[]sender{{name: "stdout", send: func(context.Context, string, string, []byte) error { return nil }, parallel: 1}}, retries{time.Second, 1}, clockwork.NewRealClock(), slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func RunRecorder(ctx context.Context, db *sqldb.DB) (schedule.Handler, error) {
 // PendingDeliveries counts the records the stdout relay of db has yet to
 // deliver.
 func PendingDeliveries(ctx context.Context, db *sqldb.DB) (int, error) {
-	out, err := openDelivery(ctx, db, []sender{{name: "stdout", send: func(context.Context, string, string, []byte) error { return nil }, parallel: 1}}, retries{time.Second, 1}, clockwork.NewRealClock(), slog.New(slog.DiscardHandler))
+	out, err := openDelivery(ctx, db, relaying{[]sender{{name: "stdout", send: func(context.Context, string, string, []byte) error { return nil }, parallel: 1}}, retries{time.Second, 1}, clockwork.NewRealClock(), slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return 0, err
 	}

@@ -74,7 +74,7 @@ func (r *runner) open(ctx context.Context) error {
 	}
 	// What the ticker and the scheduler decide goes to the outbox; the
 	// relays deliver it after the commit (delivery.go).
-	if r.out, err = openDelivery(ctx, r.db, r.senders, r.cfg.sinks.retries(), r.clock, r.logger,
+	if r.out, err = openDelivery(ctx, r.db, relaying{r.senders, r.cfg.sinks.retries(), r.clock, r.logger},
 		startingFrom(r.cfg.from), meteredBy(r.tel.meters)); err != nil {
 		return err
 	}

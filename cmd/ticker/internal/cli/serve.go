@@ -88,7 +88,7 @@ func serve(ctx context.Context, env Env, cfg serveConfig) error {
 	var out *delivery
 	if cfg.token != "" {
 		// The outbox alone, no relay: "ticker run" delivers.
-		if out, err = openDelivery(ctx, db, nil, retries{time.Second, 1}, env.clock(), logger); err != nil {
+		if out, err = openDelivery(ctx, db, relaying{nil, retries{time.Second, 1}, env.clock(), logger}); err != nil {
 			return err
 		}
 	}

@@ -110,7 +110,7 @@ func (f *sinkFlags) runsOut(ctx context.Context, env Env) (**delivery, handlerOf
 	out := new(*delivery)
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{ReplaceAttr: losslessTimes}))
 	return out, func(db *sqldb.DB) (schedule.Handler, error) {
-		d, err := openDelivery(ctx, db, hooks, f.retries(), env.clock(), logger)
+		d, err := openDelivery(ctx, db, relaying{hooks, f.retries(), env.clock(), logger})
 		if err != nil {
 			return nil, err
 		}
