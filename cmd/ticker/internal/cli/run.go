@@ -7,10 +7,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// stopTimeout bounds how long a stopping ticker may take to finish the
-// emission in flight after SIGINT/SIGTERM.
-const stopTimeout = 30 * time.Second
-
 // runFlags are "ticker run"'s flags as given; config validates them.
 type runFlags struct {
 	db                              *dbFlags
