@@ -1,26 +1,12 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 )
-
-// runFlags are "ticker run"'s flags as given; config validates them.
-type runFlags struct {
-	db                              *dbFlags
-	tz                              *tzFlag
-	sinks                           *sinkFlags
-	units, catchUp, until, httpAddr string
-	holder, adminToken              string
-	window, leaseTTL                time.Duration
-	horizonLimit                    *time.Duration
-	retention                       *retentionFlags
-	max                             int
-	once, schedules                 bool
-	cmd                             *cobra.Command
-}
 
 func runCommand(env Env) *cobra.Command {
 	c := &cobra.Command{
@@ -57,6 +43,19 @@ func runCommand(env Env) *cobra.Command {
 	return c
 }
 
-// given reports whether the flag name was set on the command line (its
-// value may still equal the default: --webhook-attempts 360 was given).
-func (f *runFlags) given(name string) bool { return f.cmd.Flags().Changed(name) }
+// run is "ticker run" with cfg: a pass (--once), a backfill (--until),
+// or the ticker until ctx ends.
+func run(ctx context.Context, env Env, cfg runConfig) error {
+	r := &runner{env: env, cfg: cfg, clock: env.clock()}
+	defer r.close()
+	if err := r.open(ctx); err != nil {
+		return err
+	}
+	switch {
+	case cfg.once:
+		return r.once(ctx)
+	case cfg.backfill():
+		return r.backfill(ctx)
+	}
+	return r.serve(ctx)
+}

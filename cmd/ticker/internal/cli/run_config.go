@@ -9,6 +9,7 @@ import (
 	"github.com/passage-of-time/passage/internal/timefmt"
 	"github.com/passage-of-time/passage/outbox"
 	"github.com/passage-of-time/passage/tick"
+	"github.com/spf13/cobra"
 )
 
 // runConfig is "ticker run" validated: everything is checked before a
@@ -241,3 +242,22 @@ func parseCatchUp(spec string, units []tick.Unit, all tick.All) (map[tick.Unit]t
 	}
 	return policies, nil
 }
+
+// runFlags are "ticker run"'s flags as given; config validates them.
+type runFlags struct {
+	db                              *dbFlags
+	tz                              *tzFlag
+	sinks                           *sinkFlags
+	units, catchUp, until, httpAddr string
+	holder, adminToken              string
+	window, leaseTTL                time.Duration
+	horizonLimit                    *time.Duration
+	retention                       *retentionFlags
+	max                             int
+	once, schedules                 bool
+	cmd                             *cobra.Command
+}
+
+// given reports whether the flag name was set on the command line (its
+// value may still equal the default: --webhook-attempts 360 was given).
+func (f *runFlags) given(name string) bool { return f.cmd.Flags().Changed(name) }

@@ -31,23 +31,6 @@ type runner struct {
 	ticker  *tick.Ticker
 }
 
-// run is "ticker run" with cfg: a pass (--once), a backfill (--until),
-// or the ticker until ctx ends.
-func run(ctx context.Context, env Env, cfg runConfig) error {
-	r := &runner{env: env, cfg: cfg, clock: env.clock()}
-	defer r.close()
-	if err := r.open(ctx); err != nil {
-		return err
-	}
-	switch {
-	case cfg.once:
-		return r.once(ctx)
-	case cfg.backfill():
-		return r.backfill(ctx)
-	}
-	return r.serve(ctx)
-}
-
 // open connects the sinks first — NATS is dialled and its stream checked
 // before the database is opened, so bad input records nothing — then
 // opens the database and builds the rest on it.

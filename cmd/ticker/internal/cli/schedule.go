@@ -5,7 +5,7 @@ import (
 )
 
 // scheduleCommand is "ticker schedule": its subcommands, one a file
-// (schedule_<verb>.go), and what they share.
+// (schedule_<verb>.go); what they share is scheduler.go.
 func scheduleCommand(env Env) *cobra.Command {
 	return group("schedule", "schedules that send commands",
 		schedulePreviewCommand(env),

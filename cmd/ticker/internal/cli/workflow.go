@@ -5,7 +5,7 @@ import (
 )
 
 // workflowCommand is "ticker workflow": its subcommands, one a file
-// (workflow_<verb>.go), and what they share.
+// (workflow_<verb>.go); what they share is workflow_store.go.
 func workflowCommand(env Env) *cobra.Command {
 	return group("workflow", "durable workflow instances",
 		workflowListCommand(env),
