@@ -7,8 +7,9 @@
 //
 // Without -db it uses a SQLite file in a temporary directory, removed at the
 // end. The library it runs is package
-// github.com/passage-of-time/passage/example/order/ordering, the to-do-list
-// version of the process; package
-// github.com/passage-of-time/passage/example/order/workflow is the same
-// process as one durable workflow function.
+// github.com/passage-of-time/passage/demo/ordering, the to-do-list version
+// of the process; package github.com/passage-of-time/passage/demo/workflow
+// is the same process as one durable workflow function. Both live outside
+// example/ because "ticker demo" runs them too, and the shipped binary
+// imports no example.
 package main

@@ -9,8 +9,8 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/passage-of-time/passage/demo/ordering"
 	"github.com/passage-of-time/passage/example/internal/demodb"
-	"github.com/passage-of-time/passage/example/order/ordering"
 )
 
 func main() {

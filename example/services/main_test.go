@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/passage-of-time/passage/example/order/ordering"
+	"github.com/passage-of-time/passage/demo/ordering"
 	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/internal/sqldbtest"
 )

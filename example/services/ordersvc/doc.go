@@ -1,5 +1,5 @@
 // Package ordersvc is the order service of the two-service example: the
-// ordering process of example/order/ordering — the Order aggregate, the
+// ordering process of demo/ordering — the Order aggregate, the
 // PendingOrders to-do list and the cancellation of unpaid orders — in a
 // process that runs no ticker. The passage of time comes from the time
 // service's stream through a durable natsjs.Consumer, which publishes

@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/passage-of-time/passage/bus"
+	"github.com/passage-of-time/passage/demo/ordering"
 	"github.com/passage-of-time/passage/example/internal/demodb"
-	"github.com/passage-of-time/passage/example/order/ordering"
 	"github.com/passage-of-time/passage/natsjs"
 )
 

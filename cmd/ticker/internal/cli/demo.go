@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/passage-of-time/passage/bus"
-	"github.com/passage-of-time/passage/example/order/ordering"
-	"github.com/passage-of-time/passage/example/order/workflow"
+	"github.com/passage-of-time/passage/demo/ordering"
+	"github.com/passage-of-time/passage/demo/workflow"
 	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/orchestration"
 	"github.com/passage-of-time/passage/tick"
@@ -191,7 +191,7 @@ var workflowDemoSteps = []workflowDemoStep{
 const workflowDemoCup ordering.Money = 250
 
 // workflowDemo tells the ordering story as durable workflows
-// (example/order/workflow) on a fake clock driven minute by minute through
+// (demo/workflow) on a fake clock driven minute by minute through
 // a real ticker and bus, and leaves the instances in dsn: one shipped, one
 // not paid in time, one cancelled, two awaiting their payment. The
 // narration comes from the instances' statuses after each minute, not from
@@ -288,7 +288,7 @@ func (n *workflowNarrator) try(dsn database) {
 	n.printf("\"ticker run\" publishes the passage of time and delivers records; it runs no workflow\n")
 	n.printf("code, so a signal or a cancel recorded here waits for that program. In your own program,\n")
 	n.printf("orchestration.New, Register and Engine.Processor subscribed to tick.MinuteHasPassed drive\n")
-	n.printf("them (example/order/workflow, docs/workflows.md).\n")
+	n.printf("them (demo/workflow, docs/workflows.md).\n")
 }
 
 // workflowNarrator tells what became of the demo's instances.

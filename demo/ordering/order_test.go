@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/passage-of-time/passage/example/order/ordering"
+	"github.com/passage-of-time/passage/demo/ordering"
 )
 
 var cart = []ordering.PricedItem{

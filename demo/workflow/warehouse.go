@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/passage-of-time/passage/example/order/ordering"
+	"github.com/passage-of-time/passage/demo/ordering"
 )
 
 // Warehouse is the example's inventory: stock per product, reservations

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/passage-of-time/passage/example/order/ordering"
+	"github.com/passage-of-time/passage/demo/ordering"
 	"github.com/passage-of-time/passage/orchestration"
 )
 

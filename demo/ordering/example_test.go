@@ -13,8 +13,8 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/passage-of-time/passage/bus"
+	"github.com/passage-of-time/passage/demo/ordering"
 	"github.com/passage-of-time/passage/eventstore"
-	"github.com/passage-of-time/passage/example/order/ordering"
 	"github.com/passage-of-time/passage/tick"
 	"github.com/passage-of-time/passage/todolist"
 )

@@ -14,8 +14,8 @@ import (
 	_ "github.com/mattn/go-sqlite3" // the embedded database
 
 	"github.com/passage-of-time/passage/bus"
-	"github.com/passage-of-time/passage/example/order/ordering"
-	"github.com/passage-of-time/passage/example/order/workflow"
+	"github.com/passage-of-time/passage/demo/ordering"
+	"github.com/passage-of-time/passage/demo/workflow"
 	"github.com/passage-of-time/passage/orchestration"
 	"github.com/passage-of-time/passage/tick"
 	"github.com/passage-of-time/passage/todolist"

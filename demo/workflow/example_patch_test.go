@@ -12,8 +12,8 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
 
-	"github.com/passage-of-time/passage/example/order/ordering"
-	"github.com/passage-of-time/passage/example/order/workflow"
+	"github.com/passage-of-time/passage/demo/ordering"
+	"github.com/passage-of-time/passage/demo/workflow"
 	"github.com/passage-of-time/passage/orchestration"
 	"github.com/passage-of-time/passage/todolist"
 )

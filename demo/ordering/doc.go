@@ -33,6 +33,10 @@
 // story on a terminal: it places orders, pays some, lets time pass on a fake
 // clock through a real tick.Ticker, and sums up what happened.
 //
-// Package example/order/workflow writes the same process as one durable
-// workflow function, with a stock reservation released by a compensation.
+// Package demo/workflow writes the same process as one durable workflow
+// function, with a stock reservation released by a compensation.
+//
+// The package lives outside example/ because the ticker binary runs it
+// ("ticker demo") and ships no example code; go run ./example/order tells
+// the same story as a program of its own.
 package ordering

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/passage-of-time/passage/bus"
-	"github.com/passage-of-time/passage/example/order/ordering"
+	"github.com/passage-of-time/passage/demo/ordering"
 	"github.com/passage-of-time/passage/internal/sqldb"
 	"github.com/passage-of-time/passage/internal/sqldbtest"
 	"github.com/passage-of-time/passage/tick"

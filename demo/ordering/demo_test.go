@@ -9,7 +9,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
-	"github.com/passage-of-time/passage/example/order/ordering"
+	"github.com/passage-of-time/passage/demo/ordering"
 	"github.com/passage-of-time/passage/internal/sqldbtest"
 )
 

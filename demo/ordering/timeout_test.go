@@ -8,8 +8,8 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/passage-of-time/passage/demo/ordering"
 	"github.com/passage-of-time/passage/eventstore"
-	"github.com/passage-of-time/passage/example/order/ordering"
 	"github.com/passage-of-time/passage/internal/sqldbtest"
 	"github.com/passage-of-time/passage/tick"
 )
