@@ -9,8 +9,9 @@ import (
 )
 
 // driver is one database's statements for the inbox. Inbox and Once call
-// it and never ask which database they are on; each database's SQL lives
-// in its own file (driver_sqlite.go, driver_postgres.go), and
+// it and never ask which database they are on; the statements both
+// databases run alike are in sql.go, each database's own in its file
+// (driver_sqlite.go, driver_postgres.go), the tables in schema.go, and
 // driver_test.go holds every driver to this contract.
 type driver interface {
 	// record inserts (consumer, id) in tx, handled at at, unless the inbox
@@ -29,22 +30,7 @@ type driver interface {
 // database is a new pair of driver files and a line here.
 func newDriver(db *sqlx.DB) driver {
 	if sqldb.DialectOf(db) == sqldb.Postgres {
-		return postgresDriver{}
+		return sqlDriver{q: postgresStatements}
 	}
-	return sqliteDriver{}
-}
-
-// migrations create the inbox table of each database, from its driver's
-// file.
-var migrations = []sqldb.Migration{
-	{Version: 1, SQLite: sqliteSchema, Postgres: postgresSchema},
-	{Version: 2, SQLite: sqliteIndex, Postgres: postgresIndex},
-}
-
-// rowsAffected is what an insert or delete changed, by its result.
-func rowsAffected(res interface{ RowsAffected() (int64, error) }, err error) (int64, error) {
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return sqlDriver{q: sqliteStatements}
 }

@@ -19,7 +19,7 @@ func eachDriver(t *testing.T, body func(t *testing.T, db *sqlx.DB, dsn string, d
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			db, dsn := b.Open(t)
-			require.NoError(t, sqldb.Migrate(context.Background(), db.DB, "natsjs", migrations))
+			require.NoError(t, sqldb.Migrate(context.Background(), db.DB, component, migrations))
 			body(t, db.DB, dsn, newDriver(db.DB))
 		})
 	}

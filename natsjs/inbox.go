@@ -54,7 +54,7 @@ func OpenInbox(ctx context.Context, db *sqlx.DB, opts ...InboxOption) (*Inbox, e
 			return nil, err
 		}
 	}
-	if err := sqldb.Migrate(ctx, db, "natsjs", migrations); err != nil {
+	if err := sqldb.Migrate(ctx, db, component, migrations); err != nil {
 		return nil, fmt.Errorf("natsjs: open inbox: %w", err)
 	}
 	return in, nil
