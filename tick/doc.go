@@ -63,10 +63,10 @@
 // drop; errors and log lines print instants the same way.
 //
 // [SQLStore] keeps the cursors and the lease through a driver per
-// database: it calls an unexported interface (driver.go), and each
-// database's statements live in its own file (driver_sqlite.go,
-// driver_postgres.go), picked once when the store opens; why this shape,
-// docs/design.md.
+// database: it calls an unexported interface (driver.go), picked once
+// when the store opens; the statements are written once (sql.go) and
+// each database's file (driver_sqlite.go, driver_postgres.go) binds them
+// to its placeholders; the layout and why, docs/design.md.
 //
 // # Metrics and traces
 //

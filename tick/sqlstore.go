@@ -20,8 +20,6 @@ type SQLStore struct {
 
 var _ CursorStore = (*SQLStore)(nil)
 
-var migrations = []sqldb.Migration{{Version: 1, SQLite: sqliteSchema}}
-
 // NewSQLStore returns a store on db, creating its tables (component "tick")
 // when they do not exist. db is any handle opened on SQLite
 // (mattn/go-sqlite3) or PostgreSQL (pgx's "pgx" driver); the caller keeps
@@ -36,7 +34,7 @@ func NewSQLStore(ctx context.Context, db *sqlx.DB) (*SQLStore, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: NewSQLStore: db must not be nil", ErrInvalidOption)
 	}
-	if err := sqldb.Migrate(ctx, db, "tick", migrations); err != nil {
+	if err := sqldb.Migrate(ctx, db, component, migrations); err != nil {
 		return nil, fmt.Errorf("tick: create cursor tables: %w", err)
 	}
 	return &SQLStore{d: newDriver(db)}, nil
@@ -136,13 +134,4 @@ func (r leaseRow) lease() Lease {
 		return Lease{}
 	}
 	return Lease{Holder: r.Holder, Term: r.Term, Expires: sqldb.DecodeTime(r.Expires)}
-}
-
-// newDriver picks db's driver, once, when the store opens. A third
-// database is a new pair of driver files and a line here.
-func newDriver(db *sqlx.DB) driver {
-	if sqldb.DialectOf(db) == sqldb.Postgres {
-		return &sqlDriver{db: db, q: postgresStatements}
-	}
-	return &sqlDriver{db: db, q: sqliteStatements}
 }
