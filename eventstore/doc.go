@@ -36,9 +36,10 @@
 // comes between the load and the append.
 //
 // Each database is a driver: the logic calls an unexported interface
-// (driver.go) and each database's statements live in its own file
-// (driver_sqlite.go, driver_postgres.go), picked once when the store opens;
-// why this shape, docs/design.md.
+// (driver.go), picked once when the store opens; the statements both
+// databases run alike are in sql.go, each database's own (turns, lists of
+// streams, inserts of many rows) in its file (driver_sqlite.go,
+// driver_postgres.go); the layout and why, docs/design.md.
 //
 // [Update] is the aggregate workflow: load the stream, fold it into a state,
 // let a decision return new events (or none), append them expecting the

@@ -4,13 +4,15 @@ import (
 	"context"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/passage-of-time/passage/internal/sqldb"
 )
 
 // driver is one database's statements for the store. The logic (append,
-// load, turns) calls it and never asks which database it is on; each
-// database's SQL lives in its own file (driver_sqlite.go,
-// driver_postgres.go), and driver_test.go holds every driver to this
-// contract. Methods taking a tx run in it; a q may be the store's
+// load, turns) calls it and never asks which database it is on; the
+// statements both databases run alike are in sql.go, each database's own
+// in its file (driver_sqlite.go, driver_postgres.go), the table in
+// schema.go, and driver_test.go holds every driver to this contract. Methods taking a tx run in it; a q may be the store's
 // database or a caller's transaction.
 type driver interface {
 	// takeTurn makes stream's other appenders wait until tx ends, so the
@@ -62,17 +64,11 @@ type eventRow struct {
 	data    string
 }
 
-// scanVersions reads the (stream, version) rows of driver.versions.
-func scanVersions(rows *sqlx.Rows, n int) (map[string]int64, error) {
-	defer rows.Close()
-	current := make(map[string]int64, n)
-	for rows.Next() {
-		var name string
-		var v int64
-		if err := rows.Scan(&name, &v); err != nil {
-			return nil, err
-		}
-		current[name] = v
+// newDriver picks db's driver, once, when the store opens. A third
+// database is a new pair of driver files and a line here.
+func newDriver(db *sqlx.DB) driver {
+	if sqldb.DialectOf(db) == sqldb.Postgres {
+		return postgresDriver{sqlDriver{postgresStatements}}
 	}
-	return current, rows.Err()
+	return sqliteDriver{sqlDriver{sqliteStatements}}
 }

@@ -12,20 +12,10 @@ import (
 // transaction-scoped advisory lock on a hash of its name: it works in a
 // caller's transaction too (AppendTx), where a lost race could not be
 // retried, and costs one round trip. Lists travel as arrays, unnested.
-type postgresDriver struct{}
+type postgresDriver struct{ sqlDriver }
 
-// postgresSchema is the events table; see migrations. Positions are
-// taken at insert, so a transaction that commits later may hold a
-// smaller one.
-const postgresSchema = `CREATE TABLE eventstore_events (
-	position    BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-	stream      TEXT   NOT NULL,
-	version     BIGINT NOT NULL,
-	type        TEXT   NOT NULL,
-	data        JSONB  NOT NULL,
-	recorded_at BIGINT NOT NULL,
-	CONSTRAINT eventstore_events_stream_version UNIQUE (stream, version)
-)`
+// postgresStatements are the shared statements in $n placeholders.
+var postgresStatements = portable().rebind(sqlx.DOLLAR)
 
 // insertManyChunkPostgres bounds the rows of one insert, which takes five
 // arrays whatever their length, to keep its memory bounded.
@@ -52,12 +42,6 @@ WHERE NOT pg_try_advisory_xact_lock(hashtextextended('eventstore/' || s, 0))`, s
 	return busy, err
 }
 
-func (postgresDriver) version(ctx context.Context, q sqlx.QueryerContext, stream string) (int64, error) {
-	var v int64
-	err := sqlx.GetContext(ctx, q, &v, `SELECT COALESCE(MAX(version), 0) FROM eventstore_events WHERE stream = $1`, stream)
-	return v, err
-}
-
 func (postgresDriver) versions(ctx context.Context, tx *sqlx.Tx, streams []string) (map[string]int64, error) {
 	rows, err := tx.QueryxContext(ctx, `SELECT s.name, (SELECT COALESCE(MAX(version), 0) FROM eventstore_events WHERE stream = s.name)
 FROM unnest($1::text[]) AS s(name)`, streams)
@@ -65,13 +49,6 @@ FROM unnest($1::text[]) AS s(name)`, streams)
 		return nil, err
 	}
 	return scanVersions(rows, len(streams))
-}
-
-func (postgresDriver) insert(ctx context.Context, tx *sqlx.Tx, e eventRow, at int64) (int64, error) {
-	var position int64
-	err := tx.QueryRowxContext(ctx, `INSERT INTO eventstore_events (stream, version, type, data, recorded_at) VALUES ($1, $2, $3, $4, $5) RETURNING position`,
-		e.stream, e.version, e.typ, e.data, at).Scan(&position)
-	return position, err
 }
 
 func (postgresDriver) insertChunk() int { return insertManyChunkPostgres }
@@ -84,7 +61,7 @@ func (postgresDriver) insertMany(ctx context.Context, tx *sqlx.Tx, rows []eventR
 	for i, r := range rows {
 		streams[i], versions[i], types[i], data[i] = r.stream, r.version, r.typ, r.data
 	}
-	return tx.QueryxContext(ctx, `INSERT INTO eventstore_events (stream, version, type, data, recorded_at)
+	return tx.QueryxContext(ctx, insertEvents+`
 SELECT e.stream, e.version, e.type, e.data::jsonb, $5 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS e(stream, version, type, data)
 RETURNING stream, version, position`, streams, versions, types, data, at)
 }
@@ -92,10 +69,6 @@ RETURNING stream, version, position`, streams, versions, types, data, at)
 func (postgresDriver) isUniqueViolation(err error) bool {
 	var pg *pgconn.PgError
 	return errors.As(err, &pg) && pg.Code == "23505" // unique_violation
-}
-
-func (postgresDriver) load(ctx context.Context, q sqlx.QueryerContext, stream string, from int64) (*sqlx.Rows, error) {
-	return q.QueryxContext(ctx, `SELECT position, version, type, data, recorded_at FROM eventstore_events WHERE stream = $1 AND version >= $2 ORDER BY version`, stream, from)
 }
 
 func (postgresDriver) loadMany(ctx context.Context, q sqlx.QueryerContext, streams []string) (*sqlx.Rows, error) {

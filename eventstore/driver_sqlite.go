@@ -14,18 +14,11 @@ import (
 // the database's only write lock from their first statement, so every
 // turn is the transaction's already and taking one costs nothing. Lists of
 // stream names travel as one JSON array, read with json_each.
-type sqliteDriver struct{}
+type sqliteDriver struct{ sqlDriver }
 
-// sqliteSchema is the events table; see migrations.
-const sqliteSchema = `CREATE TABLE eventstore_events (
-	position    INTEGER PRIMARY KEY AUTOINCREMENT,
-	stream      TEXT    NOT NULL,
-	version     INTEGER NOT NULL,
-	type        TEXT    NOT NULL,
-	data        TEXT    NOT NULL,
-	recorded_at INTEGER NOT NULL,
-	CONSTRAINT eventstore_events_stream_version UNIQUE (stream, version)
-)`
+// sqliteStatements are the shared statements as written, in ?
+// placeholders.
+var sqliteStatements = portable()
 
 // insertManyChunkSQLite bounds the rows of one insert: five parameters a
 // row, and SQLite takes at most 32,766 in all.
@@ -37,12 +30,6 @@ func (sqliteDriver) takeTurns(context.Context, *sqlx.Tx, []string) error { retur
 
 func (sqliteDriver) tryTurns(context.Context, *sqlx.Tx, []string) ([]string, error) {
 	return nil, nil
-}
-
-func (sqliteDriver) version(ctx context.Context, q sqlx.QueryerContext, stream string) (int64, error) {
-	var v int64
-	err := sqlx.GetContext(ctx, q, &v, `SELECT COALESCE(MAX(version), 0) FROM eventstore_events WHERE stream = ?`, stream)
-	return v, err
 }
 
 func (sqliteDriver) versions(ctx context.Context, tx *sqlx.Tx, streams []string) (map[string]int64, error) {
@@ -58,20 +45,13 @@ FROM json_each(?) AS s`, string(names))
 	return scanVersions(rows, len(streams))
 }
 
-func (sqliteDriver) insert(ctx context.Context, tx *sqlx.Tx, e eventRow, at int64) (int64, error) {
-	var position int64
-	err := tx.QueryRowxContext(ctx, `INSERT INTO eventstore_events (stream, version, type, data, recorded_at) VALUES (?, ?, ?, ?, ?) RETURNING position`,
-		e.stream, e.version, e.typ, e.data, at).Scan(&position)
-	return position, err
-}
-
 func (sqliteDriver) insertChunk() int { return insertManyChunkSQLite }
 
 func (sqliteDriver) insertMany(ctx context.Context, tx *sqlx.Tx, rows []eventRow, at int64) (*sqlx.Rows, error) {
 	const row = "(?, ?, ?, ?, ?)"
 	var b strings.Builder
 	b.Grow(128 + (len(row)+2)*len(rows))
-	b.WriteString(`INSERT INTO eventstore_events (stream, version, type, data, recorded_at) VALUES `)
+	b.WriteString(insertEvents + ` VALUES `)
 	args := make([]any, 0, 5*len(rows))
 	for i, r := range rows {
 		if i > 0 {
@@ -86,10 +66,6 @@ func (sqliteDriver) insertMany(ctx context.Context, tx *sqlx.Tx, rows []eventRow
 
 func (sqliteDriver) isUniqueViolation(err error) bool {
 	return sqldb.IsSQLiteUniqueViolation(err)
-}
-
-func (sqliteDriver) load(ctx context.Context, q sqlx.QueryerContext, stream string, from int64) (*sqlx.Rows, error) {
-	return q.QueryxContext(ctx, `SELECT position, version, type, data, recorded_at FROM eventstore_events WHERE stream = ? AND version >= ? ORDER BY version`, stream, from)
 }
 
 func (sqliteDriver) loadMany(ctx context.Context, q sqlx.QueryerContext, streams []string) (*sqlx.Rows, error) {

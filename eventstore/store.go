@@ -141,12 +141,3 @@ func (s *Store) sameDatabase(tx *sqlx.Tx) error {
 	}
 	return nil
 }
-
-// newDriver picks db's driver, once, when the store opens. A third
-// database is a new pair of driver files and a line here.
-func newDriver(db *sqlx.DB) driver {
-	if sqldb.DialectOf(db) == sqldb.Postgres {
-		return postgresDriver{}
-	}
-	return sqliteDriver{}
-}
