@@ -93,9 +93,10 @@
 // until it ends; it never loses a record. SQLite has one writer at a
 // time, so its positions follow commit order.
 //
-// Each database is a driver (driver.go, driver_sqlite.go,
-// driver_postgres.go), picked once when the outbox opens; why drivers are
-// unexported is written once, in docs/design.md.
+// Each database is a driver (driver.go), picked once when the outbox
+// opens: the statements are written once (sql.go) and each database's
+// file (driver_sqlite.go, driver_postgres.go) gives their dialect; why
+// drivers are unexported is written once, in docs/design.md.
 //
 // The relay's checkpoints are per sink and per stream, moved only forward
 // (several relays of one sink deliver some records twice, never skip one),

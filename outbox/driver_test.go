@@ -37,7 +37,7 @@ func TestDriverConformance(t *testing.T) {
 				require.NoError(t, err)
 				defer func() { _ = tx.Rollback() }()
 				for _, k := range keys {
-					require.NoError(t, d.write(ctx, tx, k, "s-"+k[:1], "t", []byte(k), 5))
+					require.NoError(t, d.write(ctx, tx, Record{Key: k, Stream: "s-" + k[:1], Type: "t", Body: []byte(k)}, 5))
 				}
 				require.NoError(t, tx.Commit())
 			}
@@ -108,8 +108,8 @@ func TestDriverConformance(t *testing.T) {
 				rows := read("r", 10)
 				rows = rows[len(rows)-2:]
 				require.Equal(t, []string{"c1", "c2"}, keys(rows))
-				require.NoError(t, d.refused(ctx, "r", rows[0].Position, 1, 77, "no", false))
-				require.NoError(t, d.refused(ctx, "r", rows[1].Position, 3, 78, "never", true))
+				require.NoError(t, d.refused(ctx, "r", refusal{record: rows[0].Position, attempts: 1, nextAt: 77, lastError: "no"}))
+				require.NoError(t, d.refused(ctx, "r", refusal{record: rows[1].Position, attempts: 3, nextAt: 78, lastError: "never", parked: true}))
 				// A record read carries the sink's refusals of it, none once parked.
 				again := read("r", 10)
 				again = again[len(again)-2:]
@@ -147,7 +147,7 @@ func TestDriverConformance(t *testing.T) {
 				after, err := d.streamRecords(ctx, "st", "s-e", e[0].at(), 1)
 				require.NoError(t, err)
 				require.Equal(t, []string{"e2"}, keys(after), "after a position, limited")
-				require.NoError(t, d.refused(ctx, "st", e[1].Position, 2, 9, "no", false))
+				require.NoError(t, d.refused(ctx, "st", refusal{record: e[1].Position, attempts: 2, nextAt: 9, lastError: "no"}))
 				// One call settles several streams, two records of one among
 				// them, and clears a refusal.
 				f, err := d.streamRecords(ctx, "st", "s-f", position{}, 10)
@@ -178,11 +178,11 @@ func TestDriverConformance(t *testing.T) {
 				late, err := db.BeginTxx(ctx, nil)
 				require.NoError(t, err)
 				defer func() { _ = late.Rollback() }()
-				require.NoError(t, d.write(ctx, late, "l-late", "l", "t", []byte("late"), 5))
+				require.NoError(t, d.write(ctx, late, Record{Key: "l-late", Stream: "l", Type: "t", Body: []byte("late")}, 5))
 				if writersOverlap {
 					write(other, "m-early") // commits first, with a higher id
 					// and so does a later record of the late one's stream
-					require.NoError(t, d.write(ctx, other, "l-early", "l", "t", []byte("early"), 5))
+					require.NoError(t, d.write(ctx, other, Record{Key: "l-early", Stream: "l", Type: "t", Body: []byte("early")}, 5))
 				}
 				// Read while the late transaction is open, then move the
 				// checkpoints past all that was read, as a relay would.

@@ -80,7 +80,7 @@ func Open(ctx context.Context, db *sqlx.DB, opts ...Option) (*Outbox, error) {
 			return nil, err
 		}
 	}
-	if err := sqldb.Migrate(ctx, db, "outbox", migrations); err != nil {
+	if err := sqldb.Migrate(ctx, db, component, migrations); err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	if o.meters == nil {
@@ -104,7 +104,7 @@ func (o *Outbox) WriteTx(ctx context.Context, ext sqlx.ExtContext, records ...Re
 		if err := r.check(); err != nil {
 			return err
 		}
-		if err := o.d.write(ctx, ext, r.Key, r.Stream, r.Type, r.Body, at); err != nil {
+		if err := o.d.write(ctx, ext, r, at); err != nil {
 			return fmt.Errorf("outbox: write %q: %w", r.Key, err)
 		}
 	}
@@ -161,13 +161,4 @@ func (r recordRow) message(attempt int) Message {
 		Record:   Record{Stream: r.Stream, Key: r.Key, Type: r.Type, Body: r.Body},
 		Position: r.Position, RecordedAt: sqldb.DecodeTime(r.RecordedAt), Attempt: attempt,
 	}
-}
-
-// newDriver picks db's driver, once, when the outbox opens. A third
-// database is a new pair of driver files and a line here.
-func newDriver(db *sqlx.DB) driver {
-	if sqldb.DialectOf(db) == sqldb.Postgres {
-		return &sqlDriver{db: db, q: postgresStatements}
-	}
-	return &sqlDriver{db: db, q: sqliteStatements}
 }

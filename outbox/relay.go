@@ -443,7 +443,9 @@ func (r *Relay) offer(ctx context.Context, p *pending) (outcome, error) {
 	p.attempts++
 	last := p.attempts >= r.maxAttempts
 	p.nextAt = r.outbox.clock.Now().Add(r.backoff(p.attempts))
-	if werr := r.outbox.d.refused(ctx, r.sink, p.Position, p.attempts, sqldb.EncodeTime(p.nextAt), err.Error(), last); werr != nil {
+	if werr := r.outbox.d.refused(ctx, r.sink, refusal{
+		record: p.Position, attempts: p.attempts, nextAt: sqldb.EncodeTime(p.nextAt), lastError: err.Error(), parked: last,
+	}); werr != nil {
 		// Not parked unless stored as parked: offered again.
 		return refused, fmt.Errorf("record the refusal of %q: %w", p.Key, werr)
 	}
