@@ -74,10 +74,11 @@
 //     their slots.
 //
 // Each database is a driver: the scheduler's logic calls an unexported
-// interface (driver.go) and holds no SQL; SQLite's statements are in
-// driver_sqlite.go, PostgreSQL's (unnest joins, arrays, row locks, chunk
-// sizes) in driver_postgres.go, and one conformance test runs the same
-// contract against both; why this shape, docs/design.md.
+// interface (driver.go) and holds no SQL; the statements both databases
+// share are in sql.go, SQLite's own in driver_sqlite.go, PostgreSQL's
+// (unnest joins, arrays, row locks, chunk sizes) in driver_postgres.go,
+// and one conformance test runs the same contract against both; the
+// layout and why, docs/design.md.
 //
 // A schedule this process declared fires by its Spec; one declared
 // elsewhere fires by its stored text, which Parse must read back

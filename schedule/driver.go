@@ -11,7 +11,8 @@ import (
 // driver is everything the scheduler asks of its database: the logic
 // (Sync, firing, the admin verbs, inspection) calls it and holds no SQL,
 // and each database's statements and tuning live in its own driver
-// (driver_sqlite.go, driver_postgres.go). driverFor picks one from the
+// (driver_sqlite.go, driver_postgres.go), the statements both share in
+// sql.go, the tables in schema.go. newDriver picks one from the
 // database's dialect; driver_test.go runs the same contract against each.
 //
 // Every method runs its statements through q — a *sqlx.Tx, or a *sqlx.DB
@@ -85,9 +86,17 @@ type driver interface {
 	release(ctx context.Context, tx *sqlx.Tx, name string) error
 }
 
-// driverFor picks the driver of q's database: the one place that asks
-// which database it is.
-func driverFor(q interface{ DriverName() string }) driver {
+// move is what a firing adds to a schedule's counts, and its next slot.
+type move struct {
+	name          string
+	runs, skipped int64
+	next          int64
+}
+
+// newDriver picks the driver of q's database: the one place that asks
+// which database it is. A third database is a new pair of driver files
+// and a line here.
+func newDriver(q interface{ DriverName() string }) driver {
 	if sqldb.DialectOf(q) == sqldb.Postgres {
 		return postgresDriver{}
 	}

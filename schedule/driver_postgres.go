@@ -19,7 +19,7 @@ import (
 // has no statistics for yet (one Sync has just filled it), ANY was
 // planned as if each row were tested against the whole array, and read
 // back a large Sync's hashes orders of magnitude slower than the join.
-type postgresDriver struct{ portable }
+type postgresDriver struct{ sqlDriver }
 
 // postgresChunk is how many rows one set-wise statement takes on
 // PostgreSQL; postgresInsertChunk how many new schedules: pgx keeps a

@@ -13,7 +13,7 @@ import (
 // each other, so a read in one needs no lock; its statements bind at most
 // 32,766 parameters, so a set-wise statement takes a list of rows in
 // chunks of sqliteChunk.
-type sqliteDriver struct{ portable }
+type sqliteDriver struct{ sqlDriver }
 
 // sqliteChunk is how many rows one set-wise statement takes on SQLite.
 const sqliteChunk = 1000
@@ -94,14 +94,6 @@ func inList(prefix, suffix string) func(part []string) (string, []any) {
 	return func(part []string) (string, []any) {
 		return prefix + "(" + placeholders(len(part), "?") + ")" + suffix, anys(part)
 	}
-}
-
-// manualFlag is a run's manual column: 1 for a run started by Trigger.
-func manualFlag(r Run) int {
-	if r.Manual {
-		return 1
-	}
-	return 0
 }
 
 // placeholders returns n copies of row separated by commas.

@@ -26,8 +26,8 @@ func TestDriverConformance(t *testing.T) {
 				t.Run(c.name, func(t *testing.T) {
 					t.Parallel()
 					db, _ := b.Open(t)
-					require.NoError(t, sqldb.Migrate(context.Background(), db.DB, "schedule", migrations))
-					d := driverFor(db.DB)
+					require.NoError(t, sqldb.Migrate(context.Background(), db.DB, component, migrations))
+					d := newDriver(db.DB)
 					want := map[string]string{"sqlite": "schedule.sqliteDriver", "postgres": "schedule.postgresDriver"}[b.Name]
 					require.Equal(t, want, fmt.Sprintf("%T", d), "the driver picked for %s", b.Name)
 					c.test(t, d, db.DB)

@@ -63,7 +63,7 @@ func Count(ctx context.Context, q sqlx.ExtContext) (int, error) {
 	if err != nil || !ok {
 		return 0, err
 	}
-	n, err := driverFor(q).countSchedules(ctx, q)
+	n, err := newDriver(q).countSchedules(ctx, q)
 	if err != nil {
 		return 0, fmt.Errorf("schedule: count schedules: %w", err)
 	}
@@ -80,7 +80,7 @@ func ReadSchedules(ctx context.Context, q sqlx.ExtContext) ([]Stored, error) {
 	if !tables["schedule_schedules"] || !tables["schedule_runs"] {
 		return nil, nil
 	}
-	out, err := listSchedules(ctx, driverFor(q), q)
+	out, err := listSchedules(ctx, newDriver(q), q)
 	if err != nil {
 		return nil, fmt.Errorf("schedule: read schedules: %w", err)
 	}
@@ -145,7 +145,7 @@ func ReadRuns(ctx context.Context, q sqlx.ExtContext, name string, limit int) ([
 	if !tables["schedule_runs"] {
 		return nil, nil
 	}
-	runs, err := driverFor(q).runsOf(ctx, q, name, limit)
+	runs, err := newDriver(q).runsOf(ctx, q, name, limit)
 	if err != nil {
 		return nil, fmt.Errorf("schedule: read runs of %q: %w", name, err)
 	}

@@ -64,7 +64,7 @@ func Open(ctx context.Context, db *sqlx.DB, handler Handler, opts ...Option) (*S
 	}
 	s.ins = newInstruments(s.meters, !s.unnamedMetrics)
 	s.tr = newTracing(s.tracers)
-	if err := sqldb.Migrate(ctx, db, "schedule", migrations); err != nil {
+	if err := sqldb.Migrate(ctx, db, component, migrations); err != nil {
 		return nil, fmt.Errorf("schedule: open: %w", err)
 	}
 	list, err := todolist.Open(ctx, db, listName, todolist.WithListClock(s.clock),
@@ -73,7 +73,7 @@ func Open(ctx context.Context, db *sqlx.DB, handler Handler, opts ...Option) (*S
 		return nil, fmt.Errorf("schedule: open: %w", err)
 	}
 	s.list = list
-	s.driver = driverFor(db)
+	s.driver = newDriver(db)
 	return s, nil
 }
 

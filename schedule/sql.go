@@ -6,85 +6,11 @@ import (
 	"errors"
 
 	"github.com/jmoiron/sqlx"
-
-	"github.com/passage-of-time/passage/internal/sqldb"
 )
-
-// The schema: one row per schedule (its spec's text and hash, the command
-// it sends, its policies and its state), and one row per run. A run's slot
-// id — the schedule's name and the slot's instant — is its primary key:
-// the guard that fires each slot once among replicas and across crashes.
-// The next slot itself is an item of the to-do list named listName, keyed
-// by the schedule's name, so no timer is kept anywhere.
-var migrations = []sqldb.Migration{{
-	Version: 1,
-	SQLite: `CREATE TABLE schedule_schedules (
-	name      TEXT    NOT NULL PRIMARY KEY,
-	spec      TEXT    NOT NULL,
-	hash      TEXT    NOT NULL,
-	command   TEXT    NOT NULL,
-	payload   BLOB,
-	catch_up  TEXT    NOT NULL,
-	max_runs  INTEGER NOT NULL DEFAULT 0,
-	until     INTEGER NOT NULL DEFAULT 0,
-	paused    INTEGER NOT NULL DEFAULT 0,
-	runs      INTEGER NOT NULL DEFAULT 0,
-	skipped   INTEGER NOT NULL DEFAULT 0,
-	next_slot INTEGER NOT NULL DEFAULT 0,
-	jitter    INTEGER NOT NULL DEFAULT 0,
-	overlap   TEXT    NOT NULL DEFAULT 'allow'
-) WITHOUT ROWID;
-CREATE TABLE schedule_runs (
-	slot_id  TEXT    NOT NULL PRIMARY KEY,
-	run_id   TEXT    NOT NULL UNIQUE,
-	schedule TEXT    NOT NULL,
-	slot     INTEGER NOT NULL,
-	fired_at INTEGER NOT NULL,
-	attempt  INTEGER NOT NULL,
-	manual   INTEGER NOT NULL DEFAULT 0,
-	finished INTEGER NOT NULL DEFAULT 1
-);
-CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule, slot);
-CREATE INDEX schedule_runs_unfinished ON schedule_runs (schedule) WHERE finished = 0;`,
-	Postgres: `CREATE TABLE schedule_schedules (
-	name      TEXT    NOT NULL PRIMARY KEY,
-	spec      TEXT    NOT NULL,
-	hash      TEXT    NOT NULL,
-	command   TEXT    NOT NULL,
-	payload   BYTEA,
-	catch_up  TEXT    NOT NULL,
-	max_runs  BIGINT  NOT NULL DEFAULT 0,
-	until     BIGINT  NOT NULL DEFAULT 0,
-	paused    INTEGER NOT NULL DEFAULT 0,
-	runs      BIGINT  NOT NULL DEFAULT 0,
-	skipped   BIGINT  NOT NULL DEFAULT 0,
-	next_slot BIGINT  NOT NULL DEFAULT 0,
-	jitter    BIGINT  NOT NULL DEFAULT 0,
-	overlap   TEXT    NOT NULL DEFAULT 'allow'
-);
-CREATE TABLE schedule_runs (
-	slot_id  TEXT    NOT NULL PRIMARY KEY,
-	run_id   TEXT    NOT NULL UNIQUE,
-	schedule TEXT    NOT NULL,
-	slot     BIGINT  NOT NULL,
-	fired_at BIGINT  NOT NULL,
-	attempt  INTEGER NOT NULL,
-	manual   INTEGER NOT NULL DEFAULT 0,
-	finished INTEGER NOT NULL DEFAULT 1
-);
-CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule, slot);
-CREATE INDEX schedule_runs_unfinished ON schedule_runs (schedule) WHERE finished = 0;`,
-}, {
-	Version:  2,
-	Postgres: `ALTER TABLE schedule_schedules SET (fillfactor = 50);`,
-}}
-
-// listName is the to-do list holding every schedule's next slot.
-const listName = "passage-schedules"
 
 // The statements every driver shares, written with ? and rebound to the
 // database's placeholders; a driver's own statements (the set-wise ones,
-// the locking read) are in its file.
+// the locking read) are in its file, the tables in schema.go.
 const (
 	scheduleColumns = `name, spec, hash, command, payload, catch_up, max_runs, until, paused, runs, skipped, next_slot, jitter, overlap`
 	selectSchedule  = `SELECT ` + scheduleColumns + ` FROM schedule_schedules WHERE name = ?`
@@ -112,12 +38,13 @@ FROM schedule_runs WHERE schedule = ? ORDER BY slot DESC, fired_at DESC, run_id 
 	SELECT slot_id FROM schedule_runs WHERE finished = 1 AND slot < ? LIMIT ?)`
 )
 
-// portable is the part of a driver whose SQL every database takes as it
-// is; each driver embeds it.
-type portable struct{}
+// sqlDriver is the part of a driver whose SQL every database takes as it
+// is; each database's driver embeds it and adds its own set-wise
+// statements and locking read.
+type sqlDriver struct{}
 
 // getSchedule reads the row query selects for name.
-func (portable) getSchedule(ctx context.Context, q sqlx.ExtContext, query, name string) (state, bool, error) {
+func (sqlDriver) getSchedule(ctx context.Context, q sqlx.ExtContext, query, name string) (state, bool, error) {
 	var st state
 	err := sqlx.GetContext(ctx, q, &st, q.Rebind(query), name)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -126,13 +53,13 @@ func (portable) getSchedule(ctx context.Context, q sqlx.ExtContext, query, name 
 	return st, err == nil, err
 }
 
-func (portable) schedules(ctx context.Context, q sqlx.ExtContext) ([]state, error) {
+func (sqlDriver) schedules(ctx context.Context, q sqlx.ExtContext) ([]state, error) {
 	var rows []state
 	err := sqlx.SelectContext(ctx, q, &rows, selectSchedules)
 	return rows, err
 }
 
-func (portable) countSchedules(ctx context.Context, q sqlx.ExtContext) (int, error) {
+func (sqlDriver) countSchedules(ctx context.Context, q sqlx.ExtContext) (int, error) {
 	var n int
 	err := sqlx.GetContext(ctx, q, &n, countSchedules)
 	return n, err
@@ -144,17 +71,25 @@ func definitionArgs(row state) []any {
 	return []any{row.Spec, row.Hash, row.Command, row.Payload, row.CatchUp, row.MaxRuns, row.Until, row.NextSlot, row.Jitter, row.Overlap}
 }
 
-func (portable) insertSchedule(ctx context.Context, q sqlx.ExtContext, row state) error {
+// manualFlag is a run's manual column: 1 for a run started by Trigger.
+func manualFlag(r Run) int {
+	if r.Manual {
+		return 1
+	}
+	return 0
+}
+
+func (sqlDriver) insertSchedule(ctx context.Context, q sqlx.ExtContext, row state) error {
 	_, err := q.ExecContext(ctx, q.Rebind(insertSchedule), append([]any{row.Name}, definitionArgs(row)...)...)
 	return err
 }
 
-func (portable) updateDefinition(ctx context.Context, q sqlx.ExtContext, row state) error {
+func (sqlDriver) updateDefinition(ctx context.Context, q sqlx.ExtContext, row state) error {
 	_, err := q.ExecContext(ctx, q.Rebind(updateDefinition), append(definitionArgs(row), row.Name)...)
 	return err
 }
 
-func (portable) setPaused(ctx context.Context, q sqlx.ExtContext, name string, paused bool, next int64) error {
+func (sqlDriver) setPaused(ctx context.Context, q sqlx.ExtContext, name string, paused bool, next int64) error {
 	flag := 0
 	if paused {
 		flag = 1
@@ -163,17 +98,17 @@ func (portable) setPaused(ctx context.Context, q sqlx.ExtContext, name string, p
 	return err
 }
 
-func (portable) deleteSchedule(ctx context.Context, q sqlx.ExtContext, name string) error {
+func (sqlDriver) deleteSchedule(ctx context.Context, q sqlx.ExtContext, name string) error {
 	_, err := q.ExecContext(ctx, q.Rebind(deleteSched), name)
 	return err
 }
 
-func (portable) finishRun(ctx context.Context, q sqlx.ExtContext, runID string) error {
+func (sqlDriver) finishRun(ctx context.Context, q sqlx.ExtContext, runID string) error {
 	_, err := q.ExecContext(ctx, q.Rebind(finishRun), runID)
 	return err
 }
 
-func (portable) runOf(ctx context.Context, q sqlx.ExtContext, runID string) (string, bool, bool, error) {
+func (sqlDriver) runOf(ctx context.Context, q sqlx.ExtContext, runID string) (string, bool, bool, error) {
 	var run struct {
 		Schedule string `db:"schedule"`
 		Finished int    `db:"finished"`
@@ -185,7 +120,7 @@ func (portable) runOf(ctx context.Context, q sqlx.ExtContext, runID string) (str
 	return run.Schedule, run.Finished != 0, err == nil, err
 }
 
-func (portable) openRuns(ctx context.Context, q sqlx.ExtContext) (map[string]int, error) {
+func (sqlDriver) openRuns(ctx context.Context, q sqlx.ExtContext) (map[string]int, error) {
 	var rows []openCount
 	if err := sqlx.SelectContext(ctx, q, &rows, openRuns); err != nil {
 		return nil, err
@@ -199,7 +134,7 @@ type nameHash struct {
 	Hash string `db:"hash"`
 }
 
-func (portable) runsOf(ctx context.Context, q sqlx.ExtContext, name string, limit int) ([]RunRecord, error) {
+func (sqlDriver) runsOf(ctx context.Context, q sqlx.ExtContext, name string, limit int) ([]RunRecord, error) {
 	var rows []runRow
 	if err := sqlx.SelectContext(ctx, q, &rows, q.Rebind(selectRuns), name, limit); err != nil {
 		return nil, err
@@ -211,7 +146,7 @@ func (portable) runsOf(ctx context.Context, q sqlx.ExtContext, name string, limi
 	return out, nil
 }
 
-func (portable) pruneRuns(ctx context.Context, q sqlx.ExtContext, before int64, limit int) (int64, error) {
+func (sqlDriver) pruneRuns(ctx context.Context, q sqlx.ExtContext, before int64, limit int) (int64, error) {
 	res, err := q.ExecContext(ctx, q.Rebind(pruneRuns), before, limit)
 	if err != nil {
 		return 0, err
@@ -219,26 +154,19 @@ func (portable) pruneRuns(ctx context.Context, q sqlx.ExtContext, before int64, 
 	return res.RowsAffected()
 }
 
-func (portable) savepoint(ctx context.Context, tx *sqlx.Tx, name string) error {
+func (sqlDriver) savepoint(ctx context.Context, tx *sqlx.Tx, name string) error {
 	_, err := tx.ExecContext(ctx, "SAVEPOINT "+name)
 	return err
 }
 
-func (portable) rollbackTo(ctx context.Context, tx *sqlx.Tx, name string) error {
+func (sqlDriver) rollbackTo(ctx context.Context, tx *sqlx.Tx, name string) error {
 	_, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+name)
 	return err
 }
 
-func (portable) release(ctx context.Context, tx *sqlx.Tx, name string) error {
+func (sqlDriver) release(ctx context.Context, tx *sqlx.Tx, name string) error {
 	_, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name)
 	return err
-}
-
-// move is what a firing adds to a schedule's counts, and its next slot.
-type move struct {
-	name          string
-	runs, skipped int64
-	next          int64
 }
 
 // inChunks calls f with consecutive parts of n rows, [from, to), of at
