@@ -51,7 +51,8 @@ func (p *Processor) claim(ctx context.Context, cutoff time.Time, limit int) (bat
 	token = uuid.NewString()
 	now := p.cfg.clock.Now()
 	leaseEnd = now.Add(p.cfg.lease)
-	batch, record, err = l.drv.claim(ctx, l.db, l.name, sqldb.EncodeTime(cutoff), sqldb.EncodeTime(now), limit, token, leaseEnd)
+	ready := readyItems{list: l.name, cutoff: sqldb.EncodeTime(cutoff), now: sqldb.EncodeTime(now), limit: limit}
+	batch, record, err = p.drv.claim(ctx, l.db, ready, token, leaseEnd)
 	if err != nil {
 		return nil, "", time.Time{}, false, fmt.Errorf("todolist: claim due items of %q: %w", l.name, err)
 	}
@@ -139,7 +140,7 @@ func (p *Processor) fail(ctx context.Context, done *batchDone, c claimed, actErr
 	}
 	it = p.failedAttempt(it, actErr, now)
 	l := p.list
-	recorded, err := l.drv.fail(ctx, l.db, l.name, token, c, it, sqldb.EncodeTime(now))
+	recorded, err := p.drv.fail(ctx, l.db, claimRef{l.name, token}, c, it, sqldb.EncodeTime(now))
 	if err != nil {
 		return fmt.Errorf("todolist: record failure of %q in %q: %w", it.ID, l.name, err)
 	}
@@ -176,12 +177,12 @@ func (p *Processor) release(ctx context.Context, token string, conflicts, unstar
 		// Released just past the cutoff: the next tick takes them, this
 		// one does not spin on them.
 		next := sqldb.EncodeTime(res.Cutoff) + 1
-		if err := l.drv.releaseConflicts(ctx, l.db, l.name, token, conflicts, next, sqldb.EncodeTime(p.cfg.clock.Now())); err != nil {
+		if err := p.drv.releaseConflicts(ctx, l.db, claimRef{l.name, token}, conflicts, next, sqldb.EncodeTime(p.cfg.clock.Now())); err != nil {
 			return fmt.Errorf("todolist: release conflicting items of %q: %w", l.name, err)
 		}
 	}
 	if len(unstarted) > 0 {
-		n, err := l.drv.releaseUnstarted(ctx, l.db, l.name, token, unstarted)
+		n, err := p.drv.releaseUnstarted(ctx, l.db, claimRef{l.name, token}, unstarted)
 		if err != nil {
 			return fmt.Errorf("todolist: release unstarted items of %q: %w", l.name, err)
 		}
@@ -218,8 +219,8 @@ func (p *Processor) settle(ctx context.Context, done batchDone, res *Result) err
 		// failures were written on the items and count.
 		err = p.count(ctx, l.db, 0, done)
 	} else {
-		n, held, err = l.drv.settle(ctx, l.db, settlement{
-			list: l.name, token: done.token, done: done.rows,
+		n, held, err = p.drv.settle(ctx, l.db, settlement{
+			claimRef: claimRef{l.name, done.token}, done: done.rows,
 			failures: done.failures, parkings: done.parkings, lapse: done.lapse,
 			holds: func() bool { return done.lease.holds(p.cfg.clock.Now()) == nil },
 			now:   p.cfg.clock.Now,
@@ -238,7 +239,7 @@ func (p *Processor) settle(ctx context.Context, done batchDone, res *Result) err
 // count adds completed and the batch's failures and parkings to the
 // list's totals, unless all are zero.
 func (p *Processor) count(ctx context.Context, ext sqlx.ExtContext, completed int, done batchDone) error {
-	return countBatch(ctx, ext, p.list.q.count, p.list.name, completed, done.failures, done.parkings)
+	return countBatch(ctx, ext, p.list.q.count, totals{p.list.name, completed, done.failures, done.parkings})
 }
 
 // released counts the done items that were not removed (n were) as lost
@@ -251,7 +252,7 @@ func (p *Processor) released(ctx context.Context, done batchDone, n int, res *Re
 	}
 	res.Lost += lost
 	l := p.list
-	if err := l.drv.releaseReadded(ctx, l.db, l.name, done.token, done.rows.ids); err != nil {
+	if err := p.drv.releaseReadded(ctx, l.db, claimRef{l.name, done.token}, done.rows.ids); err != nil {
 		return fmt.Errorf("todolist: release re-added items of %q: %w", l.name, err)
 	}
 	return nil

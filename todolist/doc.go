@@ -243,10 +243,11 @@
 //
 // # Databases
 //
-// The logic calls an unexported driver interface and never asks which
-// database it runs on; each database's statements and tuning (SQLite's
-// claims on the rows, PostgreSQL's claim rows, raw pgx scans and ctid
-// settles) live in that database's driver, picked once when the list is
-// opened, and one conformance suite runs every driver; why this shape,
-// docs/design.md.
+// The logic calls two unexported driver interfaces, the list's (adds,
+// removes, reads) and its processors' (claims, leases, settles), and never
+// asks which database it runs on; each database's statements and tuning
+// (SQLite's claims on the rows, PostgreSQL's claim rows, raw pgx scans and
+// ctid settles) live in that database's driver, picked once when a list is
+// opened or a processor made, and one conformance suite runs every driver
+// through both; the layout and why, docs/design.md.
 package todolist

@@ -11,17 +11,22 @@ import (
 	"github.com/passage-of-time/passage/internal/sqldb"
 )
 
-// driver is what the list and its processors ask of one database: every
-// statement in which the databases differ (how an item is claimed, held,
-// settled and read back). The logic calls it and never asks which database
-// it runs on; each database's statements and tuning live in its own file
-// (driver_sqlite.go, driver_postgres.go), and driver_test.go runs one
-// contract against every driver. The statements both databases run alike,
-// and the schema, are in sql.go.
+// What a list and its processors ask of one database, as two interfaces:
+// listDriver for the list's own writes and reads, batchDriver for a
+// processor's claims, leases and settles. Each database's driver
+// implements both (driver): every statement in which the databases
+// differ. The logic calls them and never asks which database it runs on;
+// the statements both databases run alike, and the sqlDriver part both
+// drivers embed, are in sql.go, each database's own in its file
+// (driver_sqlite.go, driver_postgres.go), the tables in schema.go, and
+// driver_test.go runs one contract, both families, against every driver.
 //
 // Times are passed encoded (sqldb.EncodeTime) where a statement only
 // compares them, and as instants where the driver reads the clock itself.
-type driver interface {
+
+// listDriver is what a [List] asks of its database: adding and removing
+// items, reading them back, and holding one in a caller's transaction.
+type listDriver interface {
 	// removeCompleted deletes id from list on ext and, if it was there,
 	// adds one to the list's completed total in the same transaction.
 	removeCompleted(ctx context.Context, ext sqlx.ExtContext, list, id string) error
@@ -38,50 +43,60 @@ type driver interface {
 
 	// get reads the item id of list, as itemColumns.
 	get(ctx context.Context, db *sqlx.DB, list, id string) (*sql.Rows, error)
-	// due reads up to limit items of list a processor could claim at now
-	// with the cutoff, as itemColumns, by run_at then ID.
-	due(ctx context.Context, db *sqlx.DB, list string, cutoff, now int64, limit int) (*sql.Rows, error)
-	// backlog counts the items of list a processor could claim at now
-	// with the cutoff.
-	backlog(ctx context.Context, db *sqlx.DB, list string, cutoff, now int64) (int, error)
+	// due reads up to r.limit of r's ready items, as itemColumns, by
+	// run_at then ID.
+	due(ctx context.Context, db *sqlx.DB, r readyItems) (*sql.Rows, error)
 	// pageQuery completes page, a statement reading a page of items as
 	// itemColumns ordered by key then ID, so that each item's claim is
 	// judged at now, given the tables the database has; args are the
 	// placeholders it adds after page's.
 	pageQuery(page, key string, tables map[string]bool, list string, now int64) (query string, args []any)
+	// hold locks the row of id until ext's transaction ends, where
+	// transactions do not exclude each other already.
+	hold(ctx context.Context, ext sqlx.ExtContext, list, id string) error
+}
 
-	// claim takes up to limit items of list ready at now with the cutoff,
-	// earliest run_at first, under token with a lease ending at leaseEnd.
-	// The items come in no particular order. record reports that the
-	// claim left a record that only settle deletes.
-	claim(ctx context.Context, db *sqlx.DB, list string, cutoff, now int64, limit int, token string, leaseEnd time.Time) (batch []claimed, record bool, err error)
-	// renew extends the claim of token on batch to a lease from the
-	// clock's now, if it still holds: held is false when the claim lapsed
-	// (end, the last end confirmed, is past) or is gone.
-	renew(ctx context.Context, db *sqlx.DB, list, token string, batch []claimed, end time.Time, clock clockwork.Clock, lease time.Duration) (newEnd time.Time, held bool, err error)
-	// releaseConflicts frees items of the claim of token to run at next,
-	// unless they changed since the claim; now is the processor's, and
-	// the claim must hold at it.
-	releaseConflicts(ctx context.Context, db *sqlx.DB, list, token string, items []claimed, next, now int64) error
-	// releaseUnstarted frees items the claim of token holds and that were
-	// not started, and returns how many it released.
-	releaseUnstarted(ctx context.Context, db *sqlx.DB, list, token string, items []claimed) (int, error)
-	// fail records it, the item c after a failed attempt, while the claim
-	// of token holds at now and c is still the row claimed; recorded is
-	// false when it was not (the item is then no longer the claim's).
-	fail(ctx context.Context, db *sqlx.DB, list, token string, c claimed, it Item, now int64) (recorded bool, err error)
+// batchDriver is what a [Processor] asks of its database: counting what it
+// could take, claiming a batch under a lease, renewing and releasing the
+// claim, recording failures and settling the batch's outcome — and, for a
+// transactional batch, the same in the transaction that takes it.
+type batchDriver interface {
+	// backlog counts r's ready items (r.limit is not used).
+	backlog(ctx context.Context, db *sqlx.DB, r readyItems) (int, error)
+
+	// claim takes up to r.limit of r's ready items, earliest run_at
+	// first, under token with a lease ending at leaseEnd. The items come
+	// in no particular order. record reports that the claim left a record
+	// that only settle deletes.
+	claim(ctx context.Context, db *sqlx.DB, r readyItems, token string, leaseEnd time.Time) (batch []claimed, record bool, err error)
+	// renew extends r's claim to a lease from the clock's now, if it
+	// still holds: held is false when the claim lapsed (r.end, the last
+	// end confirmed, is past) or is gone.
+	renew(ctx context.Context, db *sqlx.DB, r renewal) (newEnd time.Time, held bool, err error)
+	// releaseConflicts frees items of claim c to run at next, unless they
+	// changed since the claim; now is the processor's, and the claim must
+	// hold at it.
+	releaseConflicts(ctx context.Context, db *sqlx.DB, c claimRef, items []claimed, next, now int64) error
+	// releaseUnstarted frees items claim c holds and that were not
+	// started, and returns how many it released.
+	releaseUnstarted(ctx context.Context, db *sqlx.DB, c claimRef, items []claimed) (int, error)
+	// fail records it, the item claimed as item after a failed attempt,
+	// while claim c holds at now and item is still the row claimed;
+	// recorded is false when it was not (the item is then no longer the
+	// claim's).
+	fail(ctx context.Context, db *sqlx.DB, c claimRef, item claimed, it Item, now int64) (recorded bool, err error)
 	// settle deletes the done items of a claimed batch and adds them and
 	// its failures and parkings to the list's totals, while its lease
 	// holds. It returns how many items it deleted, and held false when
 	// the lease had ended and nothing but the failures was written.
 	settle(ctx context.Context, db *sqlx.DB, s settlement) (removed int, held bool, err error)
 	// releaseReadded frees those of ids, the done items of a settled
-	// batch the settle did not delete, that a re-add left under the claim.
-	releaseReadded(ctx context.Context, db *sqlx.DB, list, token string, ids []string) error
+	// batch the settle did not delete, that a re-add left under claim c.
+	releaseReadded(ctx context.Context, db *sqlx.DB, c claimRef, ids []string) error
 
-	// pickTx takes up to limit items of list ready at now with the
-	// cutoff, in tx, earliest run_at first, in no particular order.
-	pickTx(ctx context.Context, tx *sqlx.Tx, list string, cutoff, now int64, limit int) ([]claimed, error)
+	// pickTx takes up to r.limit of r's ready items in tx, earliest
+	// run_at first, in no particular order.
+	pickTx(ctx context.Context, tx *sqlx.Tx, r readyItems) ([]claimed, error)
 	// unchangedTx returns the items of batch still as picked in tx.
 	unchangedTx(ctx context.Context, tx *sqlx.Tx, list string, batch []claimed) ([]claimed, error)
 	// removeTx deletes the items of batch, still as picked, in tx and
@@ -89,57 +104,50 @@ type driver interface {
 	removeTx(ctx context.Context, tx *sqlx.Tx, list string, batch []claimed) (int, error)
 	// conflictTx sets the items of batch, still as picked, to run at next.
 	conflictTx(ctx context.Context, tx *sqlx.Tx, list string, batch []claimed, next int64) error
-	// failTx records it, the item c after a failed attempt, in tx if c is
-	// still as picked and no other transaction holds it.
-	failTx(ctx context.Context, tx *sqlx.Tx, list string, c claimed, it Item) (recorded bool, err error)
-	// hold locks the row of id until ext's transaction ends, where
-	// transactions do not exclude each other already.
-	hold(ctx context.Context, ext sqlx.ExtContext, list, id string) error
+	// failTx records it, the item picked as item after a failed attempt,
+	// in tx if item is still as picked and no other transaction holds it.
+	failTx(ctx context.Context, tx *sqlx.Tx, list string, item claimed, it Item) (recorded bool, err error)
 }
 
-// reads are the reads both databases make alike, each with its own
-// statements: get (list, ID), due (list, cutoff, now, limit), backlog
-// (list, cutoff, now) and the transactional pick (as due), whose rows end
-// with the row's version where versioned.
-type reads struct {
-	getQuery, dueQuery, backlogQuery, pickTxQuery string
-	versioned                                     bool
+// driver is one database's driver: both families.
+type driver interface {
+	listDriver
+	batchDriver
 }
 
-func (r reads) get(ctx context.Context, db *sqlx.DB, list, id string) (*sql.Rows, error) {
-	return db.QueryContext(ctx, r.getQuery, list, id)
-}
-
-func (r reads) due(ctx context.Context, db *sqlx.DB, list string, cutoff, now int64, limit int) (*sql.Rows, error) {
-	return db.QueryContext(ctx, r.dueQuery, list, cutoff, now, limit)
-}
-
-func (r reads) backlog(ctx context.Context, db *sqlx.DB, list string, cutoff, now int64) (n int, err error) {
-	err = db.GetContext(ctx, &n, r.backlogQuery, list, cutoff, now)
-	return n, err
-}
-
-func (r reads) pickTx(ctx context.Context, tx *sqlx.Tx, list string, cutoff, now int64, limit int) ([]claimed, error) {
-	rows, err := tx.QueryContext(ctx, r.pickTxQuery, list, cutoff, now, limit)
-	if err != nil {
-		return nil, err
+// newDriver picks the driver of q's database: the one place that asks
+// which database it is. A third database is a new pair of driver files
+// and a line here.
+func newDriver(q interface{ DriverName() string }) driver {
+	if sqldb.DialectOf(q) == sqldb.Postgres {
+		return postgresDriver{sqlDriver{postgresStatements}}
 	}
-	defer rows.Close()
-	batch := make([]claimed, 0, min(limit, batchPrealloc))
-	for rows.Next() {
-		var it claimed
-		var due, version int64
-		dest := []any{&it.ID, &due, &it.Attempts, &it.LastError}
-		if r.versioned {
-			dest = append(dest, &version)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-		it.Due, it.version = sqldb.DecodeTime(due), uint32(version)
-		batch = append(batch, it)
-	}
-	return batch, rows.Err()
+	return sqliteDriver{sqlDriver{sqliteStatements}}
+}
+
+// readyItems are the items of list a processor could take at now with the
+// cutoff — not parked, due to run by the cutoff, held by no live claim —
+// and how many of them a read takes: the placeholders, in this order, of
+// every statement that reads them.
+type readyItems struct {
+	list        string
+	cutoff, now int64
+	limit       int
+}
+
+// claimRef names a claim a processor holds: its list and its token.
+type claimRef struct {
+	list, token string
+}
+
+// renewal asks to extend a claim on batch to a lease of lease from
+// clock's now, unless end, the last end confirmed, has passed.
+type renewal struct {
+	claimRef
+	batch []claimed
+	end   time.Time
+	clock clockwork.Clock
+	lease time.Duration
 }
 
 // claimed is an item as a batch holds it.
@@ -177,7 +185,7 @@ func (d *doneRows) add(c claimed) {
 
 // settlement is what is left to write of one claimed batch's outcome.
 type settlement struct {
-	list, token string
+	claimRef
 	// done are the rows whose action succeeded, to be deleted.
 	done doneRows
 	// failures and parkings were recorded on the batch's items, and are
@@ -196,35 +204,4 @@ type settlement struct {
 type manyRows struct {
 	ids  []string
 	dues []int64
-}
-
-// batchPrealloc is the room a batch's slice starts with, growing past it
-// as rows come: a tick usually finds a few items due, and a slice of the
-// whole batch size (1,000 items, 115 KB) made at every tick was three
-// quarters of what a tick of the order example allocated.
-const batchPrealloc = 64
-
-// rowsAffected returns the rows a statement changed, or err.
-func rowsAffected(r sql.Result, err error) (int, error) {
-	if err != nil {
-		return 0, err
-	}
-	n, err := r.RowsAffected()
-	return int(n), err
-}
-
-// parkedFlag is it.Parked as stored.
-func parkedFlag(it Item) int {
-	if it.Parked {
-		return 1
-	}
-	return 0
-}
-
-func idsOf(items []claimed) []string {
-	ids := make([]string, len(items))
-	for i, it := range items {
-		ids[i] = it.ID
-	}
-	return ids
 }

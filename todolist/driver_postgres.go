@@ -9,18 +9,21 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
-	"github.com/jonboulle/clockwork"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
 )
 
 // postgresDriver is the driver of PostgreSQL, which lets processors write
 // at once: a batch is held by one row of todolist_claims, taken by the
-// claim function of the schema (sql.go) under a per-list advisory lock,
+// claim function of the schema (schema.go) under a per-list advisory lock,
 // and its rows are addressed by ctid and version (see sameRow). Its
 // statements use $n placeholders, in SQLite's order where they have a
 // counterpart.
-type postgresDriver struct{ reads }
+type postgresDriver struct{ sqlDriver }
+
+// postgresStatements are PostgreSQL's reads for sqlDriver; the pick's rows
+// end with their versions.
+var postgresStatements = statements{get: getPostgres, due: duePostgres, backlog: backlogPostgres, pickTx: pickTxPostgres, versioned: true}
 
 // PostgreSQL's statements.
 const (
@@ -104,51 +107,11 @@ WHERE t.ctid = h.ctid`
 	holdPostgres = `SELECT 1 FROM todolist_items WHERE list = $1 AND id = $2 FOR UPDATE`
 )
 
-// The claim: a function of the schema (migration 3, schema.go).
-
 // liveIDsPostgres is the IDs held by the live claims of list $1 at $3 (now).
 const liveIDsPostgres = `SELECT unnest(ids) FROM todolist_claims WHERE list = $1 AND until > $3`
 
-// readyPostgres is ready on PostgreSQL: list $1, cutoff $2, now $3.
+// readyPostgres is readySQLite on PostgreSQL: list $1, cutoff $2, now $3.
 const readyPostgres = `list = $1 AND parked = 0 AND run_at <= $2 AND id NOT IN (` + liveIDsPostgres + `)`
-
-// claimFunction claims a batch on PostgreSQL in one round trip, without
-// a transaction around it: it takes the list's claim lock (held until the
-// calling statement commits), drops the list's lapsed claims, then picks
-// the batch and records its claim row (pickPostgres). Each statement of a
-// function takes its own snapshot, so the pick, taken after the lock, sees
-// every claim committed before. Its parameters are those of pickPostgres.
-const claimFunction = `CREATE FUNCTION todolist_claim(TEXT, BIGINT, BIGINT, INTEGER, TEXT, BIGINT)
-RETURNS TABLE (item_id TEXT, item_due BIGINT, item_attempts INTEGER, item_last_error TEXT, item_ref TID, item_version XID)
-LANGUAGE plpgsql VOLATILE AS $body$
-BEGIN
-	-- Under a stronger isolation the pick would read the snapshot taken
-	-- before the lock was granted, and miss a claim committed meanwhile.
-	IF current_setting('transaction_isolation') <> 'read committed' THEN
-		RAISE EXCEPTION 'todolist: claims need the read committed isolation level, the session uses %',
-			current_setting('transaction_isolation')
-			USING ERRCODE = 'feature_not_supported';
-	END IF;
-	PERFORM pg_advisory_xact_lock(hashtextextended('todolist/' || $1, 0));
-	DELETE FROM todolist_claims WHERE list = $1 AND until <= $3;
-	RETURN QUERY ` + pickPostgres + `;
-END
-$body$;`
-
-// pickPostgres picks a batch and records its claim row, and returns the
-// picked rows with their ctids and versions (xmin). Its placeholders are
-// the list, cutoff, now, limit, token and lease end. The pick is read once
-// and used twice, so the claim row holds exactly the rows returned.
-const pickPostgres = `WITH picked AS (
-	SELECT ctid, xmin, id, due, attempts, last_error FROM todolist_items
-	WHERE ` + readyPostgres + `
-	ORDER BY run_at LIMIT $4),
-held AS (
-	INSERT INTO todolist_claims (token, list, until, ids)
-	SELECT $5, $1, $6, array_agg(id) FROM picked HAVING COUNT(*) > 0)
-SELECT id, due, attempts, last_error, ctid, xmin FROM picked`
-
-// settlePostgres builds the settle statements; held is the sub-statement
 
 // addManyChunkPostgres is how many items one statement of AddMany writes:
 // the statement takes three arrays whatever their length, and past a few
@@ -266,7 +229,7 @@ ORDER BY p.` + key + `, p.id`, []any{list, now}
 // database/sql, which converts every value of every row twice (to a
 // driver value, then to the destination): with 1,000 rows a batch, that
 // was a tenth of a one-worker tick. The claim row is the record.
-func (postgresDriver) claim(ctx context.Context, db *sqlx.DB, list string, cutoff, now int64, limit int, token string, leaseEnd time.Time) (batch []claimed, record bool, err error) {
+func (postgresDriver) claim(ctx context.Context, db *sqlx.DB, r readyItems, token string, leaseEnd time.Time) (batch []claimed, record bool, err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, false, err
@@ -277,12 +240,12 @@ func (postgresDriver) claim(ctx context.Context, db *sqlx.DB, list string, cutof
 		if !ok {
 			return fmt.Errorf("the pgx driver's connection expected, got %T", driverConn)
 		}
-		rows, err := c.Conn().Query(ctx, claimPostgres, list, cutoff, now, limit, token, sqldb.EncodeTime(leaseEnd))
+		rows, err := c.Conn().Query(ctx, claimPostgres, r.list, r.cutoff, r.now, r.limit, token, sqldb.EncodeTime(leaseEnd))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		batch = make([]claimed, 0, min(limit, batchPrealloc))
+		batch = make([]claimed, 0, min(r.limit, batchPrealloc))
 		var (
 			id, lastError string
 			due           int64
@@ -307,33 +270,32 @@ func (postgresDriver) claim(ctx context.Context, db *sqlx.DB, list string, cutof
 	return batch, len(batch) > 0, err
 }
 
-func (postgresDriver) renew(ctx context.Context, db *sqlx.DB, _, token string, _ []claimed, _ time.Time, clock clockwork.Clock, lease time.Duration) (time.Time, bool, error) {
-	now := clock.Now()
-	newEnd := now.Add(lease)
-	r, err := db.ExecContext(ctx, renewPostgres, token, sqldb.EncodeTime(now), sqldb.EncodeTime(newEnd))
-	n, err := rowsAffected(r, err)
+func (postgresDriver) renew(ctx context.Context, db *sqlx.DB, r renewal) (time.Time, bool, error) {
+	now := r.clock.Now()
+	newEnd := now.Add(r.lease)
+	n, err := rowsAffected(db.ExecContext(ctx, renewPostgres, r.token, sqldb.EncodeTime(now), sqldb.EncodeTime(newEnd)))
 	if err != nil {
 		return time.Time{}, false, err
 	}
 	return newEnd, n > 0, nil
 }
 
-func (postgresDriver) releaseConflicts(ctx context.Context, db *sqlx.DB, list, token string, items []claimed, next, now int64) error {
+func (postgresDriver) releaseConflicts(ctx context.Context, db *sqlx.DB, c claimRef, items []claimed, next, now int64) error {
 	ids, refs, versions := idsAndRefs(items)
-	_, err := db.ExecContext(ctx, releaseConflictsPostgres, next, list, token, refs, ids, versions, now)
+	_, err := db.ExecContext(ctx, releaseConflictsPostgres, next, c.list, c.token, refs, ids, versions, now)
 	return err
 }
 
 // releaseUnstarted writes nothing: the items are released with the claim
 // row when the batch is settled, at the end of the tick.
-func (postgresDriver) releaseUnstarted(_ context.Context, _ *sqlx.DB, _, _ string, items []claimed) (int, error) {
+func (postgresDriver) releaseUnstarted(_ context.Context, _ *sqlx.DB, _ claimRef, items []claimed) (int, error) {
 	return len(items), nil
 }
 
 // fail: a row no longer the version claimed was removed or re-added; the
 // statement took the item out of the claim row either way.
-func (postgresDriver) fail(ctx context.Context, db *sqlx.DB, list, token string, c claimed, it Item, now int64) (bool, error) {
-	r, err := db.ExecContext(ctx, failPostgres, it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parkedFlag(it), list, c.ID, token, c.ref.tid(), c.version, now)
+func (postgresDriver) fail(ctx context.Context, db *sqlx.DB, c claimRef, item claimed, it Item, now int64) (bool, error) {
+	r, err := db.ExecContext(ctx, failPostgres, it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parkedFlag(it), c.list, item.ID, c.token, item.ref.tid(), item.version, now)
 	n, err := rowsAffected(r, err)
 	return n > 0, err
 }
@@ -355,7 +317,7 @@ func (postgresDriver) settle(ctx context.Context, db *sqlx.DB, s settlement) (re
 
 // releaseReadded writes nothing: a re-added row is a new version, which
 // the claim row never held.
-func (postgresDriver) releaseReadded(context.Context, *sqlx.DB, string, string, []string) error {
+func (postgresDriver) releaseReadded(context.Context, *sqlx.DB, claimRef, []string) error {
 	return nil
 }
 
@@ -377,8 +339,8 @@ func (postgresDriver) conflictTx(ctx context.Context, tx *sqlx.Tx, list string, 
 	return err
 }
 
-func (postgresDriver) failTx(ctx context.Context, tx *sqlx.Tx, list string, c claimed, it Item) (bool, error) {
-	r, err := tx.ExecContext(ctx, failTxPostgres, it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parkedFlag(it), list, c.ID, int64(c.version))
+func (postgresDriver) failTx(ctx context.Context, tx *sqlx.Tx, list string, item claimed, it Item) (bool, error) {
+	r, err := tx.ExecContext(ctx, failTxPostgres, it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parkedFlag(it), list, item.ID, int64(item.version))
 	n, err := rowsAffected(r, err)
 	return n > 0, err
 }

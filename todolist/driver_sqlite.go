@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/jonboulle/clockwork"
 
 	"github.com/passage-of-time/passage/internal/sqldb"
 )
@@ -18,23 +17,26 @@ import (
 // a claim is written on the claimed rows (claim, claimed_until), and a
 // statement's own write lock keeps two processors from picking one row.
 // Its statements use ? placeholders, which need no rebinding.
-type sqliteDriver struct{ reads }
+type sqliteDriver struct{ sqlDriver }
 
-// ready is the condition for an item a processor may claim: the three
-// placeholders are the list, the cutoff and the processor's now.
-const ready = `list = ? AND parked = 0 AND run_at <= ? AND claimed_until <= ?`
+// sqliteStatements are SQLite's reads for sqlDriver.
+var sqliteStatements = statements{get: getSQLite, due: dueSQLite, backlog: backlogSQLite, pickTx: pickTxSQLite}
+
+// readySQLite is the condition for an item a processor may claim: the
+// three placeholders are the list, the cutoff and the processor's now.
+const readySQLite = `list = ? AND parked = 0 AND run_at <= ? AND claimed_until <= ?`
 
 // SQLite's statements.
 const (
 	getSQLite = `SELECT ` + itemColumns + ` FROM todolist_items WHERE list = ? AND id = ?`
 	dueSQLite = `SELECT ` + itemColumns + ` FROM todolist_items
-WHERE ` + ready + ` ORDER BY run_at, id LIMIT ?`
-	backlogSQLite = `SELECT COUNT(*) FROM todolist_items WHERE ` + ready
+WHERE ` + readySQLite + ` ORDER BY run_at, id LIMIT ?`
+	backlogSQLite = `SELECT COUNT(*) FROM todolist_items WHERE ` + readySQLite
 
 	// claimSQLite claims a batch. Its placeholders are the list, cutoff,
 	// now, limit, token, lease end and the list again.
 	claimSQLite = `WITH picked AS (
-	SELECT id FROM todolist_items WHERE ` + ready + `
+	SELECT id FROM todolist_items WHERE ` + readySQLite + `
 	ORDER BY run_at LIMIT ?)
 UPDATE todolist_items SET claim = ?, claimed_until = ?, readded = 0
 WHERE list = ? AND id IN (SELECT id FROM picked)
@@ -67,7 +69,7 @@ WHERE list = ? AND claim = ? AND id IN`
 	// pickTxSQLite takes a transactional batch under the write lock, which
 	// leaves no one to share with: list, cutoff, now, limit.
 	pickTxSQLite = `SELECT id, due, attempts, last_error FROM todolist_items
-WHERE ` + ready + ` ORDER BY run_at LIMIT ?`
+WHERE ` + readySQLite + ` ORDER BY run_at LIMIT ?`
 	// failTxSQLite records a failed attempt on an item of a transactional
 	// batch.
 	failTxSQLite = `UPDATE todolist_items SET attempts = ?, last_error = ?, run_at = ?, parked = ?
@@ -185,13 +187,13 @@ func (sqliteDriver) pageQuery(page, _ string, _ map[string]bool, _ string, _ int
 	return page, nil
 }
 
-func (sqliteDriver) claim(ctx context.Context, db *sqlx.DB, list string, cutoff, now int64, limit int, token string, leaseEnd time.Time) ([]claimed, bool, error) {
-	rows, err := db.QueryContext(ctx, claimSQLite, list, cutoff, now, limit, token, sqldb.EncodeTime(leaseEnd), list)
+func (sqliteDriver) claim(ctx context.Context, db *sqlx.DB, r readyItems, token string, leaseEnd time.Time) ([]claimed, bool, error) {
+	rows, err := db.QueryContext(ctx, claimSQLite, r.list, r.cutoff, r.now, r.limit, token, sqldb.EncodeTime(leaseEnd), r.list)
 	if err != nil {
 		return nil, false, err
 	}
 	defer rows.Close()
-	batch := make([]claimed, 0, min(limit, batchPrealloc))
+	batch := make([]claimed, 0, min(r.limit, batchPrealloc))
 	for rows.Next() {
 		it := claimed{Item: Item{NextAttempt: leaseEnd, Claimed: true}}
 		var due int64
@@ -209,7 +211,7 @@ func (sqliteDriver) claim(ctx context.Context, db *sqlx.DB, list string, cutoff,
 // The write transaction answers instead: while it holds SQLite's one
 // write lock no one claims, and before it anyone taking the items had to
 // see the lease ended, which the clock read inside it then shows too.
-func (sqliteDriver) renew(ctx context.Context, db *sqlx.DB, list, token string, batch []claimed, end time.Time, clock clockwork.Clock, lease time.Duration) (newEnd time.Time, held bool, err error) {
+func (sqliteDriver) renew(ctx context.Context, db *sqlx.DB, r renewal) (newEnd time.Time, held bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return time.Time{}, false, err
@@ -219,12 +221,12 @@ func (sqliteDriver) renew(ctx context.Context, db *sqlx.DB, list, token string, 
 			err = errors.Join(err, rbErr)
 		}
 	}()
-	now := clock.Now()
-	if !now.Before(end) {
+	now := r.clock.Now()
+	if !now.Before(r.end) {
 		return time.Time{}, false, nil
 	}
-	newEnd = now.Add(lease)
-	if _, err := execIDs(ctx, tx, renewIDs, idsOf(batch), sqldb.EncodeTime(newEnd), list, token); err != nil {
+	newEnd = now.Add(r.lease)
+	if _, err := execIDs(ctx, tx, renewIDs, idsOf(r.batch), sqldb.EncodeTime(newEnd), r.list, r.token); err != nil {
 		return time.Time{}, false, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -233,27 +235,27 @@ func (sqliteDriver) renew(ctx context.Context, db *sqlx.DB, list, token string, 
 	return newEnd, true, nil
 }
 
-func (sqliteDriver) releaseConflicts(ctx context.Context, db *sqlx.DB, list, token string, items []claimed, next, _ int64) error {
-	_, err := execIDs(ctx, db, releaseConflictIDs, idsOf(items), next, list, token)
+func (sqliteDriver) releaseConflicts(ctx context.Context, db *sqlx.DB, c claimRef, items []claimed, next, _ int64) error {
+	_, err := execIDs(ctx, db, releaseConflictIDs, idsOf(items), next, c.list, c.token)
 	return err
 }
 
-func (sqliteDriver) releaseUnstarted(ctx context.Context, db *sqlx.DB, list, token string, items []claimed) (int, error) {
-	r, err := execIDs(ctx, db, releaseIDs, idsOf(items), list, token)
+func (sqliteDriver) releaseUnstarted(ctx context.Context, db *sqlx.DB, c claimRef, items []claimed) (int, error) {
+	r, err := execIDs(ctx, db, releaseIDs, idsOf(items), c.list, c.token)
 	return rowsAffected(r, err)
 }
 
 // fail: a row that no longer carries the claim was removed, re-claimed
 // after the lease, or re-added; a re-added one, which kept this claim, is
 // released as new work.
-func (sqliteDriver) fail(ctx context.Context, db *sqlx.DB, list, token string, c claimed, it Item, now int64) (bool, error) {
-	r, err := db.ExecContext(ctx, failSQLite, it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parkedFlag(it), list, it.ID, token, now)
+func (sqliteDriver) fail(ctx context.Context, db *sqlx.DB, c claimRef, item claimed, it Item, now int64) (bool, error) {
+	r, err := db.ExecContext(ctx, failSQLite, it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parkedFlag(it), c.list, it.ID, c.token, now)
 	n, err := rowsAffected(r, err)
 	if err != nil || n > 0 {
 		return n > 0, err
 	}
-	if _, err := execIDs(ctx, db, releaseIDs, []string{c.ID}, list, token); err != nil {
-		return false, fmt.Errorf("release re-added %q: %w", c.ID, err)
+	if _, err := execIDs(ctx, db, releaseIDs, []string{item.ID}, c.list, c.token); err != nil {
+		return false, fmt.Errorf("release re-added %q: %w", item.ID, err)
 	}
 	return false, nil
 }
@@ -263,7 +265,7 @@ func (sqliteDriver) fail(ctx context.Context, db *sqlx.DB, list, token string, c
 // transaction, where no one else can claim (see renew).
 func (sqliteDriver) settle(ctx context.Context, db *sqlx.DB, s settlement) (removed int, held bool, err error) {
 	if len(s.done.ids) == 0 {
-		return 0, true, countBatch(ctx, db, countStatement, s.list, 0, s.failures, s.parkings)
+		return 0, true, countBatch(ctx, db, countStatement, totals{list: s.list, failures: s.failures, parkings: s.parkings})
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -286,7 +288,7 @@ func (sqliteDriver) settle(ctx context.Context, db *sqlx.DB, s settlement) (remo
 	}
 	// Only the rows deleted here: those the actions removed themselves
 	// were counted by their removal (see List.RemoveTx).
-	if err := countBatch(ctx, tx, countStatement, s.list, removed, s.failures, s.parkings); err != nil {
+	if err := countBatch(ctx, tx, countStatement, totals{s.list, removed, s.failures, s.parkings}); err != nil {
 		return 0, false, err
 	}
 	return removed, held, tx.Commit()
@@ -294,8 +296,8 @@ func (sqliteDriver) settle(ctx context.Context, db *sqlx.DB, s settlement) (remo
 
 // releaseReadded frees the done items a re-add kept under the claim,
 // which hid them until now.
-func (sqliteDriver) releaseReadded(ctx context.Context, db *sqlx.DB, list, token string, ids []string) error {
-	_, err := execIDs(ctx, db, releaseIDs, ids, list, token)
+func (sqliteDriver) releaseReadded(ctx context.Context, db *sqlx.DB, c claimRef, ids []string) error {
+	_, err := execIDs(ctx, db, releaseIDs, ids, c.list, c.token)
 	return err
 }
 
@@ -347,8 +349,8 @@ func (sqliteDriver) conflictTx(ctx context.Context, tx *sqlx.Tx, list string, ba
 	return err
 }
 
-func (sqliteDriver) failTx(ctx context.Context, tx *sqlx.Tx, list string, c claimed, it Item) (bool, error) {
-	r, err := tx.ExecContext(ctx, failTxSQLite, it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parkedFlag(it), list, c.ID)
+func (sqliteDriver) failTx(ctx context.Context, tx *sqlx.Tx, list string, item claimed, it Item) (bool, error) {
+	r, err := tx.ExecContext(ctx, failTxSQLite, it.Attempts, it.LastError, sqldb.EncodeTime(it.NextAttempt), parkedFlag(it), list, item.ID)
 	n, err := rowsAffected(r, err)
 	return n > 0, err
 }

@@ -14,11 +14,12 @@ import (
 	"github.com/passage-of-time/passage/internal/sqldbtest"
 )
 
-// The driver conformance suite: the contract of the driver interface, one
-// test body run against every driver (sqldbtest.Backends). What is checked
-// is what the logic relies on, observed through the list's own reads, so
-// that a driver that claims out of order, past its bound, or writes an
-// outcome it no longer holds fails here whichever database it serves.
+// The driver conformance suite: the contract of both driver interfaces,
+// listDriver and batchDriver, one test body run against every driver
+// (sqldbtest.Backends). What is checked is what the logic relies on,
+// observed through the list's own reads, so that a driver that claims out
+// of order, past its bound, or writes an outcome it no longer holds fails
+// here whichever database it serves.
 
 // conformanceStart is when each conformance test's fake clock starts.
 var conformanceStart = time.Date(2026, 3, 29, 10, 0, 0, 0, time.UTC)
@@ -42,7 +43,12 @@ func eachDriver(t *testing.T, test func(t *testing.T, c *conformance)) {
 			clock := clockwork.NewFakeClockAt(conformanceStart)
 			l, err := Open(context.Background(), db.DB, "conformance", WithListClock(clock))
 			require.NoError(t, err)
-			test(t, &conformance{t: t, ctx: context.Background(), l: l, d: l.drv, clock: clock})
+			d := newDriver(db.DB)
+			require.Equal(t, d, l.drv, "the list's driver is picked from the database")
+			p, err := NewProcessor(l, func(context.Context, Item) error { return nil })
+			require.NoError(t, err)
+			require.Equal(t, d, p.drv, "the processor's driver is picked from the database")
+			test(t, &conformance{t: t, ctx: context.Background(), l: l, d: d, clock: clock})
 		})
 	}
 }
@@ -63,7 +69,7 @@ func (c *conformance) addDue(n int, due func(i int) time.Time) {
 // under token, with a lease of a minute; it returns their IDs sorted.
 func (c *conformance) claim(cutoff time.Time, limit int, token string) ([]claimed, []string) {
 	now := c.clock.Now()
-	batch, _, err := c.d.claim(c.ctx, c.l.db, c.l.name, enc(cutoff), enc(now), limit, token, now.Add(time.Minute))
+	batch, _, err := c.d.claim(c.ctx, c.l.db, c.ready(cutoff, limit), token, now.Add(time.Minute))
 	require.NoError(c.t, err)
 	for _, it := range batch {
 		require.True(c.t, it.Claimed, "a claimed item reports its claim")
@@ -73,6 +79,14 @@ func (c *conformance) claim(cutoff time.Time, limit int, token string) ([]claime
 	slices.Sort(ids)
 	return batch, ids
 }
+
+// ready is the items ready at cutoff by the clock's now, limit of them.
+func (c *conformance) ready(cutoff time.Time, limit int) readyItems {
+	return readyItems{list: c.l.name, cutoff: enc(cutoff), now: enc(c.clock.Now()), limit: limit}
+}
+
+// of is the claim of token on the list.
+func (c *conformance) of(token string) claimRef { return claimRef{c.l.name, token} }
 
 func (c *conformance) get(id string) Item {
 	it, err := c.l.Get(c.ctx, id)
@@ -111,11 +125,11 @@ func TestDriverClaimsDueItemsInOrderWithinTheBound(t *testing.T) {
 		slices.Sort(held)
 		require.Equal(t, []string{"i02", "i03", "i04", "i05", "i06", "i07", "i08", "i09"}, held, "a page judges claims as get does (pageQuery)")
 
-		rows, err := c.d.due(c.ctx, c.l.db, c.l.name, enc(at(20)), enc(c.clock.Now()), 10)
+		rows, err := c.d.due(c.ctx, c.l.db, c.ready(at(20), 10))
 		due, err := c.l.scan(c.clock.Now(), rows, err)
 		require.NoError(t, err)
 		require.Equal(t, []string{"i01", "i00"}, ids(due), "due skips claimed items, by run_at")
-		backlog, err := c.d.backlog(c.ctx, c.l.db, c.l.name, enc(at(20)), enc(c.clock.Now()))
+		backlog, err := c.d.backlog(c.ctx, c.l.db, c.ready(at(20), 0))
 		require.NoError(t, err)
 		require.Equal(t, 2, backlog)
 
@@ -132,11 +146,11 @@ func TestDriverSettlesDoneItemsWhileTheLeaseHolds(t *testing.T) {
 	eachDriver(t, func(t *testing.T, c *conformance) {
 		c.addDue(4, func(int) time.Time { return at(0) })
 		batch, _ := c.claim(at(0), 3, "batch")
-		n, err := c.d.releaseUnstarted(c.ctx, c.l.db, c.l.name, "batch", batch[2:])
+		n, err := c.d.releaseUnstarted(c.ctx, c.l.db, c.of("batch"), batch[2:])
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		removed, held, err := c.d.settle(c.ctx, c.l.db, settlement{
-			list: c.l.name, token: "batch", done: rowsOf(batch[:2]), failures: 1, parkings: 1,
+			claimRef: c.of("batch"), done: rowsOf(batch[:2]), failures: 1, parkings: 1,
 			holds: func() bool { return true }, now: c.clock.Now,
 		})
 		require.NoError(t, err)
@@ -153,7 +167,7 @@ func TestDriverSettlesDoneItemsWhileTheLeaseHolds(t *testing.T) {
 		lapsed, _ := c.claim(at(0), 10, "lapsed")
 		c.clock.Advance(2 * time.Minute)
 		removed, _, err = c.d.settle(c.ctx, c.l.db, settlement{
-			list: c.l.name, token: "lapsed", done: rowsOf(lapsed),
+			claimRef: c.of("lapsed"), done: rowsOf(lapsed),
 			holds: func() bool { return false }, now: c.clock.Now,
 		})
 		require.NoError(t, err)
@@ -170,14 +184,14 @@ func TestDriverRecordsFailuresAndParkings(t *testing.T) {
 		batch, _ := c.claim(at(0), 3, "batch")
 		now := enc(c.clock.Now())
 		retry := Item{ID: batch[0].ID, Attempts: 1, LastError: "boom", NextAttempt: at(5)}
-		recorded, err := c.d.fail(c.ctx, c.l.db, c.l.name, "batch", batch[0], retry, now)
+		recorded, err := c.d.fail(c.ctx, c.l.db, c.of("batch"), batch[0], retry, now)
 		require.NoError(t, err)
 		require.True(t, recorded)
 		got := c.get(batch[0].ID)
 		require.Equal(t, Item{ID: batch[0].ID, Due: at(0), NextAttempt: at(5), Attempts: 1, LastError: "boom"}, got)
 
 		park := Item{ID: batch[1].ID, Attempts: 7, LastError: "gave up", NextAttempt: at(9), Parked: true}
-		recorded, err = c.d.fail(c.ctx, c.l.db, c.l.name, "batch", batch[1], park, now)
+		recorded, err = c.d.fail(c.ctx, c.l.db, c.of("batch"), batch[1], park, now)
 		require.NoError(t, err)
 		require.True(t, recorded)
 		parked, err := c.l.Parked(c.ctx, 10)
@@ -185,7 +199,7 @@ func TestDriverRecordsFailuresAndParkings(t *testing.T) {
 		require.Equal(t, []string{batch[1].ID}, ids(parked))
 
 		require.NoError(t, c.l.Add(c.ctx, batch[2].ID, at(30))) // re-added: new work
-		recorded, err = c.d.fail(c.ctx, c.l.db, c.l.name, "batch", batch[2], Item{ID: batch[2].ID, Attempts: 1, LastError: "late", NextAttempt: at(5)}, now)
+		recorded, err = c.d.fail(c.ctx, c.l.db, c.of("batch"), batch[2], Item{ID: batch[2].ID, Attempts: 1, LastError: "late", NextAttempt: at(5)}, now)
 		require.NoError(t, err)
 		require.False(t, recorded, "a re-added item's failure belongs to the old due time")
 		got = c.get(batch[2].ID)
@@ -204,7 +218,7 @@ func TestDriverRenewsLiveLeasesOnly(t *testing.T) {
 		c.addDue(2, func(int) time.Time { return at(0) })
 		batch, _ := c.claim(at(0), 1, "kept")
 		c.clock.Advance(40 * time.Second)
-		end, held, err := c.d.renew(c.ctx, c.l.db, c.l.name, "kept", batch, at(1), c.clock, time.Minute)
+		end, held, err := c.d.renew(c.ctx, c.l.db, renewal{c.of("kept"), batch, at(1), c.clock, time.Minute})
 		require.NoError(t, err)
 		require.True(t, held)
 		require.Equal(t, c.clock.Now().Add(time.Minute), end)
@@ -214,7 +228,7 @@ func TestDriverRenewsLiveLeasesOnly(t *testing.T) {
 		require.NotEqual(t, batch[0].ID, other[0])
 
 		c.clock.Advance(2 * time.Minute)
-		_, held, err = c.d.renew(c.ctx, c.l.db, c.l.name, "kept", batch, end, c.clock, time.Minute)
+		_, held, err = c.d.renew(c.ctx, c.l.db, renewal{c.of("kept"), batch, end, c.clock, time.Minute})
 		require.NoError(t, err)
 		require.False(t, held, "a lapsed lease is not renewed")
 	})
@@ -227,11 +241,11 @@ func TestDriverReleasesConflictsUntilNext(t *testing.T) {
 		c.addDue(2, func(int) time.Time { return at(0) })
 		batch, _ := c.claim(at(0), 2, "batch")
 		next := enc(at(0)) + 1
-		require.NoError(t, c.d.releaseConflicts(c.ctx, c.l.db, c.l.name, "batch", batch[:1], next, enc(c.clock.Now())))
-		_, err := c.d.releaseUnstarted(c.ctx, c.l.db, c.l.name, "batch", batch[1:])
+		require.NoError(t, c.d.releaseConflicts(c.ctx, c.l.db, c.of("batch"), batch[:1], next, enc(c.clock.Now())))
+		_, err := c.d.releaseUnstarted(c.ctx, c.l.db, c.of("batch"), batch[1:])
 		require.NoError(t, err)
 		_, held, err := c.d.settle(c.ctx, c.l.db, settlement{
-			list: c.l.name, token: "batch", holds: func() bool { return true }, now: c.clock.Now,
+			claimRef: c.of("batch"), holds: func() bool { return true }, now: c.clock.Now,
 		})
 		require.NoError(t, err)
 		require.True(t, held)
@@ -274,7 +288,7 @@ func TestDriverWritesTransactionalBatches(t *testing.T) {
 		tx, err := c.l.db.BeginTxx(c.ctx, nil)
 		require.NoError(t, err)
 		defer func() { _ = tx.Rollback() }()
-		batch, err := c.d.pickTx(c.ctx, tx, c.l.name, enc(at(5)), enc(c.clock.Now()), 4)
+		batch, err := c.d.pickTx(c.ctx, tx, c.ready(at(5), 4))
 		require.NoError(t, err)
 		sortBatch(batch)
 		require.Equal(t, []string{"i05", "i04", "i03", "i02"}, idsOf(batch), "the four earliest due, earliest first")

@@ -207,7 +207,7 @@ WHERE list = ? AND parked = ? AND ` + key + ` >= ? AND (` + key + ` > ? OR id > 
 ORDER BY ` + key + `, id LIMIT ?`
 	args := []any{list, flag, at, at, id, limit + 1}
 	// The driver judges claims as List.Get does.
-	query, more := driverFor(q).pageQuery(query, key, tables, list, sqldb.EncodeTime(now))
+	query, more := newDriver(q).pageQuery(query, key, tables, list, sqldb.EncodeTime(now))
 	args = append(args, more...)
 	rows, err := q.QueryContext(ctx, q.Rebind(query), args...)
 	if err != nil {

@@ -172,7 +172,9 @@ func (k *keeper) report(res *Result) {
 // is past) or is gone. err reports a renewal that got no answer.
 func (p *Processor) renewClaim(ctx context.Context, token string, batch []claimed, end time.Time) (time.Time, bool, error) {
 	l := p.list
-	newEnd, held, err := l.drv.renew(ctx, l.db, l.name, token, batch, end, p.cfg.clock, p.cfg.lease)
+	newEnd, held, err := p.drv.renew(ctx, l.db, renewal{
+		claimRef: claimRef{l.name, token}, batch: batch, end: end, clock: p.cfg.clock, lease: p.cfg.lease,
+	})
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("todolist: renew the lease of batch %s of %q: %w", token, l.name, err)
 	}

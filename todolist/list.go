@@ -24,8 +24,9 @@ type List struct {
 	db   *sqlx.DB
 	name string
 	q    queries
-	// drv runs the statements in which the databases differ.
-	drv   driver
+	// drv runs the list's statements in which the databases differ (its
+	// processors' are their own, see Processor.drv).
+	drv   listDriver
 	clock clockwork.Clock
 	// meters and tracers are the OpenTelemetry providers of the list
 	// and its processors (nil until Open: the global ones); ins are the
@@ -157,7 +158,7 @@ func Open(ctx context.Context, db *sqlx.DB, name string, opts ...ListOption) (*L
 	if err := sqldb.Migrate(ctx, db, component, migrations); err != nil {
 		return nil, fmt.Errorf("todolist: open %q: %w", name, err)
 	}
-	l.q, l.drv = newQueries(db), driverFor(db)
+	l.q, l.drv = newQueries(db), newDriver(db)
 	if l.meters == nil {
 		l.meters = otel.GetMeterProvider()
 	}
@@ -167,16 +168,6 @@ func Open(ctx context.Context, db *sqlx.DB, name string, opts ...ListOption) (*L
 	}
 	l.tr = newTracing(l.tracers, l.name)
 	return l, nil
-}
-
-// driverFor picks the driver of q's database: the one place that asks
-// which database it is. A third database is a new pair of files and a
-// case here.
-func driverFor(q interface{ DriverName() string }) driver {
-	if sqldb.DialectOf(q) == sqldb.Postgres {
-		return postgresDriver{reads{getPostgres, duePostgres, backlogPostgres, pickTxPostgres, true}}
-	}
-	return sqliteDriver{reads{getSQLite, dueSQLite, backlogSQLite, pickTxSQLite, false}}
 }
 
 // Name returns the list's name.
@@ -299,7 +290,7 @@ func (l *List) Due(ctx context.Context, now time.Time, limit int) ([]Item, error
 		return nil, fmt.Errorf("todolist: due items of %q: %w: %d, must be positive", l.name, ErrInvalidLimit, limit)
 	}
 	at := sqldb.EncodeTime(now)
-	rows, err := l.drv.due(ctx, l.db, l.name, at, at, limit)
+	rows, err := l.drv.due(ctx, l.db, readyItems{list: l.name, cutoff: at, now: at, limit: limit})
 	items, err := l.scan(now, rows, err)
 	if err != nil {
 		return nil, fmt.Errorf("todolist: due items of %q: %w", l.name, err)

@@ -22,6 +22,9 @@ import (
 // package documentation, Leases). A Processor is safe for concurrent use.
 type Processor struct {
 	list *List
+	// drv runs the processor's statements in which the databases differ:
+	// claims, leases and settles.
+	drv  batchDriver
 	kind actionKind
 	cfg  processorConfig
 }
@@ -55,7 +58,7 @@ func newProcessor(list *List, kind actionKind, opts []ProcessorOption) (*Process
 	if cfg.workers > 1 && !kind.concurrent() {
 		return nil, fmt.Errorf("todolist: new processor for %q: %w", list.name, invalid("WithWorkers", "workers %d: only a transactional batch processor works batches at once", cfg.workers))
 	}
-	return &Processor{list: list, kind: kind, cfg: cfg}, nil
+	return &Processor{list: list, drv: newDriver(list.db), kind: kind, cfg: cfg}, nil
 }
 
 // Handler returns p's handler for passage-of-time events of type E: each
@@ -156,7 +159,7 @@ func (p *Processor) backoff(attempts int) time.Duration {
 func (p *Processor) countBacklog(ctx context.Context, res *Result) error {
 	l := p.list
 	now := sqldb.EncodeTime(p.cfg.clock.Now())
-	n, err := l.drv.backlog(ctx, l.db, l.name, sqldb.EncodeTime(res.Cutoff), now)
+	n, err := p.drv.backlog(ctx, l.db, readyItems{list: l.name, cutoff: sqldb.EncodeTime(res.Cutoff), now: now})
 	if err != nil {
 		return fmt.Errorf("todolist: count backlog of %q: %w", l.name, err)
 	}

@@ -128,3 +128,40 @@ CREATE INDEX todolist_claims_list ON todolist_claims (list, until);
 
 const indexes = `CREATE INDEX todolist_items_ready ON todolist_items (list, run_at) WHERE parked = 0;
 CREATE INDEX todolist_items_parked ON todolist_items (list, due) WHERE parked = 1;`
+
+// claimFunction claims a batch on PostgreSQL in one round trip, without
+// a transaction around it: it takes the list's claim lock (held until the
+// calling statement commits), drops the list's lapsed claims, then picks
+// the batch and records its claim row (pickPostgres). Each statement of a
+// function takes its own snapshot, so the pick, taken after the lock, sees
+// every claim committed before. Its parameters are those of pickPostgres.
+// It is part of migration 3: the driver's claim (claimPostgres) calls it.
+const claimFunction = `CREATE FUNCTION todolist_claim(TEXT, BIGINT, BIGINT, INTEGER, TEXT, BIGINT)
+RETURNS TABLE (item_id TEXT, item_due BIGINT, item_attempts INTEGER, item_last_error TEXT, item_ref TID, item_version XID)
+LANGUAGE plpgsql VOLATILE AS $body$
+BEGIN
+	-- Under a stronger isolation the pick would read the snapshot taken
+	-- before the lock was granted, and miss a claim committed meanwhile.
+	IF current_setting('transaction_isolation') <> 'read committed' THEN
+		RAISE EXCEPTION 'todolist: claims need the read committed isolation level, the session uses %',
+			current_setting('transaction_isolation')
+			USING ERRCODE = 'feature_not_supported';
+	END IF;
+	PERFORM pg_advisory_xact_lock(hashtextextended('todolist/' || $1, 0));
+	DELETE FROM todolist_claims WHERE list = $1 AND until <= $3;
+	RETURN QUERY ` + pickPostgres + `;
+END
+$body$;`
+
+// pickPostgres picks a batch and records its claim row, and returns the
+// picked rows with their ctids and versions (xmin). Its placeholders are
+// the list, cutoff, now, limit, token and lease end. The pick is read once
+// and used twice, so the claim row holds exactly the rows returned.
+const pickPostgres = `WITH picked AS (
+	SELECT ctid, xmin, id, due, attempts, last_error FROM todolist_items
+	WHERE ` + readyPostgres + `
+	ORDER BY run_at LIMIT $4),
+held AS (
+	INSERT INTO todolist_claims (token, list, until, ids)
+	SELECT $5, $1, $6, array_agg(id) FROM picked HAVING COUNT(*) > 0)
+SELECT id, due, attempts, last_error, ctid, xmin FROM picked`

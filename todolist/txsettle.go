@@ -90,7 +90,7 @@ func ignoreDone(err error) error {
 // pickTx reads a batch in tx, earliest due first, then by ID.
 func (p *Processor) pickTx(ctx context.Context, tx *sqlx.Tx, cutoff time.Time, limit int) ([]claimed, error) {
 	l := p.list
-	batch, err := l.drv.pickTx(ctx, tx, l.name, sqldb.EncodeTime(cutoff), sqldb.EncodeTime(p.cfg.clock.Now()), limit)
+	batch, err := p.drv.pickTx(ctx, tx, readyItems{list: l.name, cutoff: sqldb.EncodeTime(cutoff), now: sqldb.EncodeTime(p.cfg.clock.Now()), limit: limit})
 	if err != nil {
 		return nil, err
 	}
@@ -121,24 +121,24 @@ func (p *Processor) settleTx(ctx context.Context, tx *sqlx.Tx, batch []claimed, 
 	// Only the items still as picked: one the transaction changed
 	// without going through the list is new work.
 	var err error
-	if done, err = l.drv.unchangedTx(ctx, tx, l.name, done); err != nil {
+	if done, err = p.drv.unchangedTx(ctx, tx, l.name, done); err != nil {
 		return err
 	}
-	if conflicts, err = l.drv.unchangedTx(ctx, tx, l.name, conflicts); err != nil {
+	if conflicts, err = p.drv.unchangedTx(ctx, tx, l.name, conflicts); err != nil {
 		return err
 	}
-	if failed, err = l.drv.unchangedTx(ctx, tx, l.name, failed); err != nil {
+	if failed, err = p.drv.unchangedTx(ctx, tx, l.name, failed); err != nil {
 		return err
 	}
 	removed := 0
 	if len(done) > 0 {
-		if removed, err = l.drv.removeTx(ctx, tx, l.name, done); err != nil {
+		if removed, err = p.drv.removeTx(ctx, tx, l.name, done); err != nil {
 			return fmt.Errorf("remove done items: %w", err)
 		}
 	}
 	if len(conflicts) > 0 {
 		next := sqldb.EncodeTime(res.Cutoff) + 1
-		if err := l.drv.conflictTx(ctx, tx, l.name, conflicts, next); err != nil {
+		if err := p.drv.conflictTx(ctx, tx, l.name, conflicts, next); err != nil {
 			return fmt.Errorf("set conflicting items to run again: %w", err)
 		}
 	}
@@ -152,7 +152,7 @@ func (p *Processor) settleTx(ctx context.Context, tx *sqlx.Tx, batch []claimed, 
 	var counts batchDone
 	for _, f := range failed {
 		it := p.failedAttempt(f.Item, errs[f.ID], now)
-		recorded, err := l.drv.failTx(ctx, tx, l.name, f, it)
+		recorded, err := p.drv.failTx(ctx, tx, l.name, f, it)
 		if err != nil {
 			return fmt.Errorf("record failure of %q: %w", it.ID, err)
 		}
