@@ -200,13 +200,10 @@ func (postgresDriver) removeCompletedMany(ctx context.Context, ext sqlx.ExtConte
 func (postgresDriver) addManyChunk() int { return addManyChunkPostgres }
 
 func (postgresDriver) addMany(ctx context.Context, ext sqlx.ExtContext, list string, rows manyRows, size int) (int, error) {
-	for start := 0; start < len(rows.ids); start += size {
-		end := min(start+size, len(rows.ids))
-		if _, err := ext.ExecContext(ctx, addManyPostgres, list, rows.ids[start:end], rows.dues[start:end]); err != nil {
-			return start, err
-		}
-	}
-	return 0, nil
+	return inChunks(len(rows.ids), size, func(from, to int) error {
+		_, err := ext.ExecContext(ctx, addManyPostgres, list, rows.ids[from:to], rows.dues[from:to])
+		return err
+	})
 }
 
 // pageQuery reads the page first, then each of its items looks up the

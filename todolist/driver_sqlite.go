@@ -144,17 +144,13 @@ func (sqliteDriver) addMany(ctx context.Context, ext sqlx.ExtContext, list strin
 		}
 	}
 	args := make([]any, 0, 4*min(size, len(rows.ids)))
-	for start := 0; start < len(rows.ids); start += size {
-		end := min(start+size, len(rows.ids))
+	return inChunks(len(rows.ids), size, func(from, to int) error {
 		args = args[:0]
-		for i := start; i < end; i++ {
+		for i := from; i < to; i++ {
 			args = append(args, list, rows.ids[i], rows.dues[i], rows.dues[i])
 		}
-		if err := exec(args...); err != nil {
-			return start, err
-		}
-	}
-	return 0, nil
+		return exec(args...)
+	})
 }
 
 // preparer is what *sqlx.Tx and *sqlx.DB offer besides sqlx.ExtContext.

@@ -2,11 +2,14 @@ package todolist
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
@@ -278,6 +281,32 @@ func TestDriverRemovesAndAddsMany(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, due)
 	})
+}
+
+// addMany reports where it failed: the first item of the chunk that did.
+func TestDriverAddManyReportsTheChunkThatFailed(t *testing.T) {
+	eachDriver(t, func(t *testing.T, c *conformance) {
+		rows := manyRows{ids: []string{"a", "b", "c", "d", "e"}, dues: []int64{1, 2, 3, 4, 5}}
+		failing := &failSecondExec{ExtContext: c.l.db}
+		failedAt, err := c.d.addMany(c.ctx, failing, c.l.name, rows, 2)
+		require.ErrorIs(t, err, errSecondExec)
+		require.Equal(t, 2, failedAt, "the second chunk, from its first item")
+	})
+}
+
+var errSecondExec = errors.New("the second statement fails")
+
+// failSecondExec runs statements on its ExtContext but fails the second.
+type failSecondExec struct {
+	sqlx.ExtContext
+	execs int
+}
+
+func (f *failSecondExec) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if f.execs++; f.execs == 2 {
+		return nil, errSecondExec
+	}
+	return f.ExtContext.ExecContext(ctx, query, args...)
 }
 
 // A transactional pick takes the earliest due items within its bound; the

@@ -155,6 +155,18 @@ func (d sqlDriver) pickTx(ctx context.Context, tx *sqlx.Tx, r readyItems) ([]cla
 	return batch, rows.Err()
 }
 
+// inChunks calls f with consecutive parts of n rows, [from, to), of at
+// most size rows each, in order; on an error, failedAt is the from of the
+// part that failed.
+func inChunks(n, size int, f func(from, to int) error) (failedAt int, err error) {
+	for from := 0; from < n; from += size {
+		if err := f(from, min(from+size, n)); err != nil {
+			return from, err
+		}
+	}
+	return 0, nil
+}
+
 // batchPrealloc is the room a batch's slice starts with, growing past it
 // as rows come: a tick usually finds a few items due, and a slice of the
 // whole batch size (1,000 items, 115 KB) made at every tick was three
